@@ -1,0 +1,1 @@
+"""Internals of anyreduce: nothing here is public API."""

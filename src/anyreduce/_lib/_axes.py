@@ -1,0 +1,125 @@
+"""Axes and flag normalisation: the one place that turns user arguments into axes."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import array_api_compat
+
+from ._errors import AxisError
+
+__all__ = ["AxesLike", "check_flag", "normalize_axes", "reduced_shape"]
+
+AxesLike = int | Sequence[int] | Any | None
+"""None, a Python int, a sequence of ints, or a 0-D/1-D integer array of any namespace."""
+
+
+def check_flag(op: str, name: str, value: object) -> bool:
+    """Return a boolean flag given as ``True``/``False`` or ONNX-style ``1``/``0``."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    try:
+        index = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        index = None
+    if index in (0, 1):
+        return bool(index)
+    msg = f"{op}: {name} must be True, False, 1 or 0, got {value!r}"
+    raise ValueError(msg)
+
+
+def _axis_values(op: str, axes: object) -> list[int]:
+    """Return ``axes`` as a list of Python ints, whatever form it came in."""
+    if axes is None:
+        return []
+    if array_api_compat.is_array_api_obj(axes):
+        return _array_axis_values(op, axes)
+    if isinstance(axes, Sequence) and not isinstance(axes, str | bytes):
+        return [_one_axis(op, a) for a in axes]
+    return [_one_axis(op, axes)]
+
+
+def _array_axis_values(op: str, axes: Any) -> list[int]:
+    xa = array_api_compat.array_namespace(axes)
+    if not xa.isdtype(axes.dtype, "integral"):
+        msg = f"{op}: axes must be integers, got an array of dtype {axes.dtype}"
+        raise TypeError(msg)
+    if axes.ndim == 0:
+        return [int(axes)]
+    if axes.ndim == 1:
+        # Axes decide the output shape, so they must be known on the host; this reads
+        # metadata supplied by the caller, never the data being reduced.
+        return [int(axes[i]) for i in range(axes.shape[0])]
+    msg = f"{op}: axes must be a 0-D or 1-D array, got shape {tuple(axes.shape)}"
+    raise TypeError(msg)
+
+
+def _one_axis(op: str, axis: object) -> int:
+    if isinstance(axis, bool) or type(axis).__name__ == "bool_":
+        msg = f"{op}: axes must be integers, got {axis!r}"
+        raise TypeError(msg)
+    if array_api_compat.is_array_api_obj(axis):
+        values = _array_axis_values(op, axis)
+        if len(values) == 1 and axis.ndim == 0:
+            return values[0]
+        msg = f"{op}: each axis must be a single integer, got an array of shape {tuple(axis.shape)}"
+        raise TypeError(msg)
+    try:
+        return operator.index(axis)  # type: ignore[arg-type]
+    except TypeError:
+        msg = f"{op}: axes must be integers, got {axis!r} of type {type(axis).__name__}"
+        raise TypeError(msg) from None
+
+
+def normalize_axes(
+    op: str,
+    axes: AxesLike,
+    ndim: int,
+    *,
+    noop_with_empty_axes: bool,
+    allow_negative: bool = True,
+    empty_means_all: bool = True,
+) -> tuple[int, ...]:
+    """Return the sorted, non-negative axes to reduce over.
+
+    An empty tuple means "reduce over nothing": the caller applies only the element-wise
+    part of the operator.
+    """
+    values = _axis_values(op, axes)
+    if not values:
+        if noop_with_empty_axes or not empty_means_all:
+            return ()
+        return tuple(range(ndim))
+    seen: set[int] = set()
+    for value in values:
+        low = 0 if not allow_negative else -ndim
+        if ndim == 0:
+            msg = f"{op}: axis {value} is given for a rank-0 input, which has no axes"
+            raise AxisError(msg)
+        if not low <= value < ndim:
+            valid = f"{low} to {ndim - 1}"
+            msg = (
+                f"{op}: axis {value} is out of range for an input of rank {ndim} "
+                f"(valid axes are {valid})"
+            )
+            raise AxisError(msg)
+        normal = value % ndim
+        if normal in seen:
+            msg = (
+                f"{op}: axis {value} is repeated in axes {values} "
+                f"for an input of rank {ndim}"
+            )
+            raise AxisError(msg)
+        seen.add(normal)
+    return tuple(sorted(seen))
+
+
+def reduced_shape(
+    shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
+) -> tuple[int, ...]:
+    """Return the shape of ``shape`` reduced over ``axes``."""
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)

@@ -1,0 +1,102 @@
+"""Every backend-specific line of anyreduce lives here.
+
+Each branch covers a measured gap of one backend, says which, and has a test on that
+backend (``tests/test_backends.py``). Backends are recognised through
+``array_api_compat``; no backend is imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import array_api_compat
+
+__all__ = ["as_array", "computing", "lift", "lower", "namespace", "wraps_uint64"]
+
+Namespace = Any
+Array = Any
+
+
+def namespace(op: str, data: object) -> Namespace:
+    """The array-API namespace of ``data``, or a TypeError naming ``op``."""
+    if not array_api_compat.is_array_api_obj(data):
+        msg = (
+            f"{op}: data must be an array (numpy, torch, jax, dask, array-api-strict, ...), "
+            f"got {type(data).__name__}"
+        )
+        raise TypeError(msg)
+    try:
+        return array_api_compat.array_namespace(data)
+    except TypeError as e:
+        msg = f"{op}: data of type {type(data).__name__} is not an array anyreduce supports"
+        raise TypeError(msg) from e
+
+
+@contextlib.contextmanager
+def computing(xp: Namespace) -> Iterator[None]:
+    """Context for the arithmetic of one reduction.
+
+    NumPy (and array-api-strict, which computes with it) warns on IEEE results such as
+    log(0) = -inf or inf - inf = nan; those are the values the contract asks for, so its
+    floating-point warnings are silenced here.
+    """
+    if array_api_compat.is_numpy_namespace(xp) or array_api_compat.is_array_api_strict_namespace(
+        xp
+    ):
+        import numpy as np
+
+        with np.errstate(all="ignore"):
+            yield
+    else:
+        yield
+
+
+def _torch_carrier(xp: Namespace, dtype: Any) -> Any | None:
+    # torch has no sum/prod/abs/max/min/compare kernels for uint16, uint32 and uint64
+    # ("sum_cpu" not implemented for 'UInt32', torch 2.13): compute in a signed type that
+    # holds every value (uint16 -> int32, uint32 -> int64) or every bit pattern
+    # (uint64 -> int64, see wraps_uint64).
+    import torch
+
+    return {torch.uint16: torch.int32, torch.uint32: torch.int64, torch.uint64: torch.int64}.get(
+        dtype
+    )
+
+
+def lift(xp: Namespace, x: Array) -> Array:
+    """``x`` in the dtype its reduction is computed in (itself unless a backend lacks kernels)."""
+    if array_api_compat.is_torch_namespace(xp):
+        carrier = _torch_carrier(xp, x.dtype)
+        if carrier is not None:
+            return x.to(carrier)
+    return x
+
+
+def lower(xp: Namespace, result: Array, dtype: Any) -> Array:
+    """``result`` back in the caller's dtype (undoes :func:`lift`; wraps like a C cast)."""
+    if result.dtype == dtype:
+        return result
+    return xp.astype(result, dtype)
+
+
+def wraps_uint64(xp: Namespace, carrier: Any, dtype: Any) -> bool:
+    """Whether unsigned ``dtype`` is carried as the signed ``carrier`` of the same bits."""
+    return (
+        carrier != dtype
+        and bool(xp.isdtype(dtype, "unsigned integer"))
+        and bool(xp.isdtype(carrier, "signed integer"))
+        and xp.iinfo(dtype).bits == xp.iinfo(carrier).bits
+    )
+
+
+def as_array(xp: Namespace, result: Array) -> Array:
+    """``result`` as an array of the namespace, never a scalar."""
+    # NumPy reductions to rank 0 return NumPy scalars, not 0-D arrays.
+    if array_api_compat.is_numpy_namespace(xp):
+        import numpy as np
+
+        if isinstance(result, np.generic):
+            return np.asarray(result)
+    return result

@@ -1,0 +1,147 @@
+"""Reduction primitives over a tuple of axes, and the exact integer arithmetic.
+
+Every operator is a composition of these. An empty ``axes`` tuple means "reduce over
+nothing" (the ONNX no-op form): the primitives then return a fresh array.
+Empty reduction sets never reach this module (see ``_ops.run``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from array_api_compat import device as device_of
+
+from . import _backends, _dtypes
+
+__all__ = [
+    "float_to_int",
+    "int_abs",
+    "int_mean",
+    "rmax",
+    "rmin",
+    "rprod",
+    "rsum",
+    "to_float",
+]
+
+Namespace = Any
+Array = Any
+Axes = tuple[int, ...]
+
+
+def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
+    """Sum accumulated in ``dtype`` (integers wrap modulo 2**bits)."""
+    if not axes:
+        return xp.astype(x, dtype, copy=True)
+    return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
+    """Product accumulated in ``dtype`` (integers wrap modulo 2**bits)."""
+    if not axes:
+        return xp.astype(x, dtype, copy=True)
+    return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def _flip_sign_bit(xp: Namespace, x: Array) -> Array:
+    # Maps the unsigned order of uint64 bit patterns held in int64 onto the signed order.
+    return xp.bitwise_xor(x, xp.asarray(-(2**63), dtype=x.dtype, device=device_of(x)))
+
+
+def rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
+    """Maximum (``any`` for bool); NaN propagates. ``dtype`` is the logical dtype of ``x``."""
+    if not axes:
+        return xp.asarray(x, copy=True)
+    if _dtypes.is_bool(xp, x.dtype):
+        return xp.any(x, axis=axes, keepdims=keepdims)
+    if _backends.wraps_uint64(xp, x.dtype, dtype):
+        return _flip_sign_bit(xp, xp.max(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
+    return xp.max(x, axis=axes, keepdims=keepdims)
+
+
+def rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
+    """Minimum (``all`` for bool); NaN propagates. ``dtype`` is the logical dtype of ``x``."""
+    if not axes:
+        return xp.asarray(x, copy=True)
+    if _dtypes.is_bool(xp, x.dtype):
+        return xp.all(x, axis=axes, keepdims=keepdims)
+    if _backends.wraps_uint64(xp, x.dtype, dtype):
+        return _flip_sign_bit(xp, xp.min(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
+    return xp.min(x, axis=axes, keepdims=keepdims)
+
+
+def int_abs(xp: Namespace, x: Array, dtype: Any) -> Array:
+    """|x| of integers of logical dtype ``dtype`` (|min| wraps to min, as in two's complement)."""
+    if _dtypes.is_unsigned(xp, dtype):
+        return x
+    return xp.abs(x)
+
+
+def to_float(xp: Namespace, x: Array, dtype: Any, fdtype: Any) -> Array:
+    """Integers of logical dtype ``dtype`` as exact-as-possible floats of ``fdtype``."""
+    y = xp.astype(x, fdtype)
+    if _backends.wraps_uint64(xp, x.dtype, dtype):
+        y = xp.where(x < 0, y + 2.0**64, y)
+    return y
+
+
+def float_to_int(xp: Namespace, r: Array, dtype: Any, out_dtype: Any) -> Array:
+    """Truncate floats toward zero into integers of logical dtype ``dtype``.
+
+    Values beyond the dtype's range saturate at its limits (a float-to-int cast out of
+    range is undefined behaviour in C, and backends disagree); NaN and -inf give the
+    dtype minimum, the value the reference's cast gives on x86.
+    """
+    info = xp.iinfo(dtype)
+    low, high = info.min, info.max
+    device = device_of(r)
+    r = xp.trunc(r)
+    too_high = r >= float(high + 1)
+    too_low = (r < float(low)) | xp.isnan(r)
+    safe = xp.where(too_high | too_low, xp.zeros_like(r), r)
+    if _backends.wraps_uint64(xp, out_dtype, dtype):
+        safe = xp.where(safe >= 2.0**63, safe - 2.0**64, safe)
+        high = -1  # the int64 holding the bits of 2**64 - 1
+    out = xp.astype(safe, out_dtype)
+    out = xp.where(too_high, xp.asarray(high, dtype=out_dtype, device=device), out)
+    return xp.where(too_low, xp.asarray(low, dtype=out_dtype, device=device), out)
+
+
+def _trunc_div(xp: Namespace, q: Array, rem_nonzero: Array) -> Array:
+    # floor(t / n) -> trunc(t / n): add one where the quotient is negative and inexact.
+    one = xp.ones_like(q)
+    return xp.where((q < 0) & rem_nonzero, q + one, q)
+
+
+def int_mean(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any, n: int) -> Array:
+    """The exact mean of integers, truncated toward zero, in ``x.dtype``.
+
+    Small types sum exactly in the widest integer. Wide types are split into limbs whose
+    sums cannot overflow; the mean is then found by long division limb by limb, so the
+    result is exact whatever the sum's size (the mean always fits the type).
+    """
+    acc = _dtypes.widest_int(xp)
+    wide_bits = _dtypes.bits(xp, acc)
+    width = _dtypes.bits(xp, dtype)
+    signed = not _dtypes.is_unsigned(xp, dtype)
+    if wide_bits - width >= 24:  # n * 2**width stays below 2**(wide_bits - 1)
+        total = rsum(xp, xp.astype(x, acc), axes, keepdims, acc)
+        quotient = total // n
+        result = _trunc_div(xp, quotient, total - quotient * n != 0) if signed else quotient
+        return xp.astype(result, x.dtype)
+    limb = 16 if wide_bits == 64 else 8
+    mask = (1 << limb) - 1
+    wide = xp.astype(x, acc)  # keeps the bits of uint64/uint32 held in int64/int32
+    carry: Array | int = 0
+    quotient: Array | int = 0
+    for j in reversed(range(width // limb)):
+        part = xp.bitwise_right_shift(wide, j * limb) if j else wide
+        top = j == width // limb - 1
+        if not (top and signed):
+            part = xp.bitwise_and(part, mask)
+        value = carry * (1 << limb) + rsum(xp, part, axes, keepdims, acc)
+        digit = value // n
+        carry = value - digit * n
+        quotient = quotient * (1 << limb) + digit
+    result = _trunc_div(xp, quotient, carry != 0) if signed else quotient
+    return xp.astype(result, x.dtype)

@@ -1,0 +1,209 @@
+"""The ten ONNX reductions, written once against the array API standard.
+
+Each operator kernel takes ``(x, axes, keepdims, *, xp, dtype)``: ``axes`` is a sorted tuple
+of non-negative axes (empty: reduce over nothing, the no-op form), ``dtype`` is the
+caller's dtype and ``x`` the data in the dtype it is computed in (see ``_backends.lift``).
+The registry ``OPS`` holds each operator with its empty-set value; :func:`run` is the one
+entry point every public layer goes through.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from array_api_compat import device as device_of
+
+from . import _backends, _dtypes
+from ._axes import reduced_shape
+from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
+
+__all__ = ["OPS", "Op", "run"]
+
+Namespace = Any
+Array = Any
+Axes = tuple[int, ...]
+Kernel = Callable[..., Array]
+
+
+def _keep(xp: Namespace, m: Array, shape: tuple[int, ...], axes: Axes, keepdims: bool) -> Array:
+    """A keepdims=True partial result ``m`` in the output's shape."""
+    return m if keepdims else xp.reshape(m, reduced_shape(shape, axes, False))
+
+
+def _sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    if _dtypes.is_integer(xp, dtype):
+        return rsum(xp, x, axes, keepdims, x.dtype)
+    return xp.astype(rsum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype)), dtype)
+
+
+def _sum_square(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    if _dtypes.is_integer(xp, dtype):
+        return rsum(xp, x * x, axes, keepdims, x.dtype)
+    y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
+    return xp.astype(rsum(xp, y * y, axes, keepdims, y.dtype), dtype)
+
+
+def _l1(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    if _dtypes.is_integer(xp, dtype):
+        return rsum(xp, int_abs(xp, x, dtype), axes, keepdims, x.dtype)
+    acc = _dtypes.compute_float(xp, dtype)
+    return xp.astype(rsum(xp, xp.abs(x), axes, keepdims, acc), dtype)
+
+
+def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
+    """Whether every square of a ``dtype`` value, and n of them, is finite and normal in ``wide``."""
+    narrow, broad = xp.finfo(dtype), xp.finfo(wide)
+    return 2 * math.log2(float(narrow.max)) + 32 < math.log2(float(broad.max)) and (
+        2 * math.log2(float(narrow.smallest_normal)) - 53 > math.log2(float(broad.smallest_normal))
+    )
+
+
+def _l2_float(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    for wide in (_dtypes.compute_float(xp, dtype), _dtypes.widest_float(xp)):
+        if _squares_fit(xp, dtype, wide):
+            y = xp.astype(x, wide)
+            return xp.sqrt(rsum(xp, y * y, axes, keepdims, wide))
+    # No wider type: scale each slice by its largest magnitude so that squares can neither
+    # overflow nor underflow; an all-zero, infinite or NaN slice keeps scale 1. The scale is
+    # applied as two divisions by its root: XLA rewrites x / m into x * (1 / m), and 1 / m
+    # is subnormal, so flushed to zero, for m above 2**126 in float32.
+    y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
+    m = rmax(xp, xp.abs(y), axes, True, y.dtype)
+    root_scale = xp.sqrt(xp.where((m == 0) | ~xp.isfinite(m), xp.ones_like(m), m))
+    z = (y / root_scale) / root_scale
+    root = xp.sqrt(rsum(xp, z * z, axes, keepdims, y.dtype))
+    root_scale = _keep(xp, root_scale, x.shape, axes, keepdims)
+    return (root * root_scale) * root_scale
+
+
+def _l2(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    if _dtypes.is_integer(xp, dtype):
+        wide = _dtypes.widest_float(xp)
+        y = to_float(xp, x, dtype, wide)
+        return float_to_int(xp, xp.sqrt(rsum(xp, y * y, axes, keepdims, wide)), dtype, x.dtype)
+    return xp.astype(_l2_float(x, axes, keepdims, xp=xp, dtype=dtype), dtype)
+
+
+def _count(shape: tuple[int, ...], axes: Axes) -> int:
+    return math.prod(shape[a] for a in axes)
+
+
+def _mean(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    n = _count(x.shape, axes)
+    if _dtypes.is_integer(xp, dtype):
+        return int_mean(xp, x, axes, keepdims, dtype, n)
+    total = rsum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
+    return xp.astype(total / n, dtype)
+
+
+def _prod(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    if _dtypes.is_integer(xp, dtype):
+        return rprod(xp, x, axes, keepdims, x.dtype)
+    return xp.astype(rprod(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype)), dtype)
+
+
+def _max(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    return rmax(xp, x, axes, keepdims, dtype)
+
+
+def _min(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    return rmin(xp, x, axes, keepdims, dtype)
+
+
+def _as_float(xp: Namespace, x: Array, dtype: Any) -> Array:
+    """Data as the float dtype the log-domain operators compute in."""
+    fdtype = _dtypes.compute_float(xp, dtype)
+    if _dtypes.is_integer(xp, dtype):
+        return to_float(xp, x, dtype, fdtype)
+    return xp.astype(x, fdtype, copy=False)
+
+
+def _from_float(xp: Namespace, r: Array, x: Array, dtype: Any) -> Array:
+    if _dtypes.is_integer(xp, dtype):
+        return float_to_int(xp, r, dtype, x.dtype)
+    return xp.astype(r, dtype)
+
+
+def _log_sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    y = _as_float(xp, x, dtype)
+    return _from_float(xp, xp.log(rsum(xp, y, axes, keepdims, y.dtype)), x, dtype)
+
+
+def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    y = _as_float(xp, x, dtype)
+    # Shift by the slice maximum so exp cannot overflow; a slice whose maximum is +-inf or
+    # NaN is not shifted, which gives +inf, -inf and NaN by IEEE rules.
+    m = rmax(xp, y, axes, True, y.dtype)
+    shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    total = rsum(xp, xp.exp(y - shift), axes, keepdims, y.dtype)
+    return _from_float(xp, xp.log(total) + _keep(xp, shift, x.shape, axes, keepdims), x, dtype)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One reduction operator: its names, its kernel and its value over an empty set."""
+
+    name: str
+    onnx_name: str
+    kernel: Kernel
+    accepts_bool: bool
+    empty: Callable[[Namespace, Any], bool | int | float]
+
+    def empty_value(self, xp: Namespace, dtype: Any) -> bool | int | float:
+        """The operator's value over an empty set of elements of ``dtype``."""
+        return self.empty(xp, dtype)
+
+
+def _zero(xp: Namespace, dtype: Any) -> int:
+    return 0
+
+
+def _lowest(xp: Namespace, dtype: Any) -> bool | int | float:
+    if _dtypes.is_bool(xp, dtype):
+        return False
+    return -math.inf if _dtypes.is_float(xp, dtype) else int(xp.iinfo(dtype).min)
+
+
+def _highest(xp: Namespace, dtype: Any) -> bool | int | float:
+    if _dtypes.is_bool(xp, dtype):
+        return True
+    return math.inf if _dtypes.is_float(xp, dtype) else int(xp.iinfo(dtype).max)
+
+
+def _nan_or_zero(xp: Namespace, dtype: Any) -> float | int:
+    return math.nan if _dtypes.is_float(xp, dtype) else 0
+
+
+OPS: dict[str, Op] = {
+    op.name: op
+    for op in (
+        Op("reduce_sum", "ReduceSum", _sum, False, _zero),
+        Op("reduce_sum_square", "ReduceSumSquare", _sum_square, False, _zero),
+        Op("reduce_l1", "ReduceL1", _l1, False, _zero),
+        Op("reduce_l2", "ReduceL2", _l2, False, _zero),
+        Op("reduce_mean", "ReduceMean", _mean, False, _nan_or_zero),
+        Op("reduce_prod", "ReduceProd", _prod, False, lambda xp, dtype: 1),
+        Op("reduce_max", "ReduceMax", _max, True, _lowest),
+        Op("reduce_min", "ReduceMin", _min, True, _highest),
+        # log(0) = -inf; integers (older ONNX opsets) saturate it at the dtype minimum.
+        Op("reduce_log_sum", "ReduceLogSum", _log_sum, False, _lowest),
+        Op("reduce_log_sum_exp", "ReduceLogSumExp", _log_sum_exp, False, _lowest),
+    )
+}
+
+
+def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array:
+    """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out."""
+    dtype = x.dtype
+    if 0 in x.shape:
+        # Either the reduced set is empty (the identity) or the result has no elements.
+        shape = reduced_shape(tuple(x.shape), axes, keepdims)
+        return xp.full(shape, op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
+    with _backends.computing(xp):
+        carried = _backends.lift(xp, x)
+        result = op.kernel(carried, axes, keepdims, xp=xp, dtype=dtype)
+        result = _backends.lower(xp, result, dtype)
+    return _backends.as_array(xp, result)

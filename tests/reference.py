@@ -1,0 +1,169 @@
+"""An exact, slow oracle for the ten reductions, independent of anyreduce's code.
+
+It works on NumPy arrays element by element with Python integers, ``math.fsum`` and
+``math.hypot``, follows ``spec.md`` literally, and returns the exact value as a float64 or
+Python-int NumPy array (the caller compares with a dtype-aware tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["OP_NAMES", "reduce"]
+
+OP_NAMES = (
+    "reduce_sum",
+    "reduce_sum_square",
+    "reduce_l1",
+    "reduce_l2",
+    "reduce_mean",
+    "reduce_prod",
+    "reduce_max",
+    "reduce_min",
+    "reduce_log_sum",
+    "reduce_log_sum_exp",
+)
+
+Row = list[float] | list[int] | list[bool]
+
+
+def _int_info(dtype: np.dtype) -> tuple[int, int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max), int(info.bits)
+
+
+def _wrap(value: int, dtype: np.dtype) -> int:
+    low, _, nbits = _int_info(dtype)
+    return (value - low) % (1 << nbits) + low
+
+
+def _saturate(value: float, dtype: np.dtype) -> int:
+    low, high, _ = _int_info(dtype)
+    if math.isnan(value) or value == -math.inf:
+        return low
+    if value == math.inf:
+        return high
+    return min(max(math.trunc(value), low), high)
+
+
+def _fsum(values: Sequence[float]) -> float:
+    values = list(values)
+    if any(math.isnan(v) for v in values) or (math.inf in values and -math.inf in values):
+        return math.nan
+    try:
+        return math.fsum(values)
+    except OverflowError:  # the exact sum is finite but beyond float64
+        return math.copysign(math.inf, sum(values))
+
+
+def _lse(row: list[float]) -> float:
+    if any(math.isnan(v) for v in row):
+        return math.nan
+    if not row:
+        return -math.inf
+    m = max(row)
+    if math.isinf(m):
+        return m
+    return m + math.log(_fsum([math.exp(v - m) for v in row]))
+
+
+def _log(value: float) -> float:
+    if math.isnan(value) or value < 0:
+        return math.nan
+    return -math.inf if value == 0 else math.log(value)
+
+
+def _float_row(op: str, row: list[float]) -> float:
+    n = len(row)
+    if any(math.isnan(v) for v in row):
+        return math.nan
+    if op == "reduce_sum":
+        return _fsum(row)
+    if op == "reduce_sum_square":
+        return _fsum([v * v for v in row])
+    if op == "reduce_l1":
+        return _fsum([abs(v) for v in row])
+    if op == "reduce_l2":
+        return math.hypot(*row)
+    if op == "reduce_mean":
+        return _fsum(row) / n if n else math.nan
+    if op == "reduce_prod":
+        return math.prod(row)
+    if op == "reduce_max":
+        return max(row, default=-math.inf)
+    if op == "reduce_min":
+        return min(row, default=math.inf)
+    if op == "reduce_log_sum":
+        return _log(_fsum(row))
+    return _lse(row)
+
+
+def _int_row(op: str, row: list[int], dtype: np.dtype) -> int:
+    low, high, _ = _int_info(dtype)
+    n = len(row)
+    if op == "reduce_sum":
+        return _wrap(sum(row), dtype)
+    if op == "reduce_sum_square":
+        return _wrap(sum(v * v for v in row), dtype)
+    if op == "reduce_l1":
+        return _wrap(sum(abs(v) for v in row), dtype)
+    if op == "reduce_l2":
+        return _saturate(math.sqrt(float(sum(v * v for v in row))), dtype)
+    if op == "reduce_mean":
+        if not n:
+            return 0
+        total = sum(row)
+        return abs(total) // n * (1 if total >= 0 else -1)
+    if op == "reduce_prod":
+        return _wrap(math.prod(row), dtype)
+    if op == "reduce_max":
+        return max(row, default=low)
+    if op == "reduce_min":
+        return min(row, default=high)
+    if op == "reduce_log_sum":
+        return _saturate(_log(float(sum(row))), dtype)
+    return _saturate(_lse([float(v) for v in row]), dtype)
+
+
+def _bool_row(op: str, row: list[bool]) -> bool:
+    if op == "reduce_max":
+        return any(row)
+    if op == "reduce_min":
+        return all(row)
+    raise TypeError(op)
+
+
+def reduce(
+    op: str,
+    data: np.ndarray,
+    axes: Sequence[int] | None,
+    *,
+    keepdims: bool = True,
+    noop_with_empty_axes: bool = False,
+) -> np.ndarray:
+    """The exact result of ``op``; float64 for floats, object (Python ints/bools) otherwise."""
+    ndim = data.ndim
+    if not axes:
+        axes = () if noop_with_empty_axes else tuple(range(ndim))
+    axes = tuple(sorted(a % ndim for a in axes))
+    kept = [i for i in range(ndim) if i not in axes]
+    moved = np.transpose(data, kept + list(axes))
+    outer = tuple(data.shape[i] for i in kept)
+    count = math.prod(data.shape[i] for i in axes)
+    rows = moved.reshape((*outer, count))
+    kind = data.dtype.kind
+    out = np.empty(outer, dtype=object if kind in "biu" else np.float64)
+    for index in np.ndindex(*outer):
+        row = rows[index]
+        if kind == "b":
+            out[index] = _bool_row(op, [bool(v) for v in row])
+        elif kind in "iu":
+            out[index] = _int_row(op, [int(v) for v in row], data.dtype)
+        else:  # float16, bfloat16 (ml_dtypes), float32, float64
+            out[index] = _float_row(op, [float(v) for v in row])
+    if keepdims:
+        out = out.reshape(tuple(1 if i in axes else n for i, n in enumerate(data.shape)))
+    return out
