@@ -1,0 +1,7 @@
+"""``python -m anyreduce``: the command line."""
+
+import sys
+
+from anyreduce._cli import main
+
+sys.exit(main())
