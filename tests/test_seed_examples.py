@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import reference
-from backends import assert_result, make
 
 import anyreduce
+import reference
+from backends import assert_result, make
 
 SEED = np.arange(1, 13, dtype=np.float32).reshape(3, 2, 2)
 AXES = ([2], [1], [-2], [-1], None, [])
@@ -41,7 +41,12 @@ def test_seed_example(xp: Any, op: str, axes: list[int] | None, keepdims: int) -
         ("reduce_l1", None, 1, [[[78]]]),
         ("reduce_l1", [-1], 1, [[[3], [7]], [[11], [15]], [[19], [23]]]),
         # ReduceL2 page
-        ("reduce_l2", [2], 0, [[2.23606798, 5.0], [7.81024968, 10.63014581], [13.45362405, 16.2788206]]),
+        (
+            "reduce_l2",
+            [2],
+            0,
+            [[2.23606798, 5.0], [7.81024968, 10.63014581], [13.45362405, 16.2788206]],
+        ),
         ("reduce_l2", None, 1, [[[25.49509757]]]),
         # ReduceSum page: axes [1]
         ("reduce_sum", [1], 0, [[4, 6], [12, 14], [20, 22]]),

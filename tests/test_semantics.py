@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import reference
-from backends import INTEGER_DTYPES, assert_result, backend_of, make, to_numpy
 
 import anyreduce
+import reference
+from backends import INTEGER_DTYPES, assert_result, backend_of, make, to_numpy
 
 EMPTY_VALUES = {
     "reduce_sum": 0.0,
@@ -142,7 +142,11 @@ def test_uint64_mean_is_exact(xp: Any, dtype_available: Any) -> None:
 
 @pytest.mark.parametrize(
     ("values", "any_", "all_"),
-    [([True, False, True], True, False), ([True, True], True, True), ([False, False], False, False)],
+    [
+        ([True, False, True], True, False),
+        ([True, True], True, True),
+        ([False, False], False, False),
+    ],
 )
 def test_bool_max_min_are_any_all(xp: Any, values: list[bool], any_: bool, all_: bool) -> None:
     data = make(xp, values, "bool")
@@ -190,7 +194,9 @@ def test_l2_has_no_spurious_overflow(
 ) -> None:
     dtype_available(dtype)
     data = make(xp, values, dtype)
-    exact = reference.reduce("reduce_l2", np.asarray(values, dtype=np.float64), None, keepdims=False)
+    exact = reference.reduce(
+        "reduce_l2", np.asarray(values, dtype=np.float64), None, keepdims=False
+    )
     result = anyreduce.reduce_l2(data, keepdims=False)
     assert_result(result, xp, dtype, (), exact, like=data)
     assert math.isinf(expected) == math.isinf(float(to_numpy(result)))

@@ -17,8 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="anyreduce",
         description=(
-            "The ONNX reductions, written once for NumPy, PyTorch, JAX, Dask and "
-            "array-api-strict."
+            "The ONNX reductions, written once for NumPy, PyTorch, JAX, Dask and array-api-strict."
         ),
     )
     parser.add_argument("--version", action="version", version=f"anyreduce {__version__}")

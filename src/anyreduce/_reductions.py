@@ -73,7 +73,9 @@ _PARAMETERS = """
 """
 
 
-def _doc(summary: str, *, noop: str, empty: str, notes: str, example: str, bool_note: str = "") -> str:
+def _doc(
+    summary: str, *, noop: str, empty: str, notes: str, example: str, bool_note: str = ""
+) -> str:
     body = _PARAMETERS.format(noop=noop, bool_note=bool_note)
     return (
         f"{summary}\n\n    Over an empty set the result is {empty}.\n{notes}{body}"
@@ -164,7 +166,8 @@ reduce_sum_square.__doc__ = _doc(
     notes="\n    Integers wrap modulo 2**bits; float16 and bfloat16 accumulate in float32.\n",
     example=(
         "    >>> anyreduce.reduce_sum_square(x, axes=[2], keepdims=False)\n"
-        "    array([[  5.,  25.],\n           [ 61., 113.],\n           [181., 265.]], dtype=float32)\n"
+        "    array([[  5.,  25.],\n           [ 61., 113.],\n"
+        "           [181., 265.]], dtype=float32)\n"
     ),
 )
 reduce_l1.__doc__ = _doc(
@@ -207,7 +210,8 @@ reduce_prod.__doc__ = _doc(
     notes="\n    Integers wrap modulo 2**bits; float16 and bfloat16 accumulate in float32.\n",
     example=(
         "    >>> anyreduce.reduce_prod(x, axes=[2], keepdims=False)\n"
-        "    array([[  2.,  12.],\n           [ 30.,  56.],\n           [ 90., 132.]], dtype=float32)\n"
+        "    array([[  2.,  12.],\n           [ 30.,  56.],\n"
+        "           [ 90., 132.]], dtype=float32)\n"
     ),
 )
 reduce_max.__doc__ = _doc(

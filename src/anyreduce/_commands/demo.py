@@ -33,7 +33,7 @@ def _namespaces() -> dict[str, object]:
     if importlib.util.find_spec("dask"):
         import dask.array as da
 
-        arrays["dask"] = da.from_array(data, chunks=(2, 2, 2))
+        arrays["dask"] = da.from_array(data, chunks=(2, 2, 2))  # type: ignore[no-untyped-call]
     if importlib.util.find_spec("array_api_strict"):
         import array_api_strict as xps
 

@@ -61,10 +61,12 @@ def _one_axis(op: str, axis: object) -> int:
         msg = f"{op}: axes must be integers, got {axis!r}"
         raise TypeError(msg)
     if array_api_compat.is_array_api_obj(axis):
-        values = _array_axis_values(op, axis)
-        if len(values) == 1 and axis.ndim == 0:
+        array: Any = axis
+        values = _array_axis_values(op, array)
+        if len(values) == 1 and array.ndim == 0:
             return values[0]
-        msg = f"{op}: each axis must be a single integer, got an array of shape {tuple(axis.shape)}"
+        shape = tuple(array.shape)
+        msg = f"{op}: each axis must be a single integer, got an array of shape {shape}"
         raise TypeError(msg)
     try:
         return operator.index(axis)  # type: ignore[arg-type]
@@ -107,18 +109,13 @@ def normalize_axes(
             raise AxisError(msg)
         normal = value % ndim
         if normal in seen:
-            msg = (
-                f"{op}: axis {value} is repeated in axes {values} "
-                f"for an input of rank {ndim}"
-            )
+            msg = f"{op}: axis {value} is repeated in axes {values} for an input of rank {ndim}"
             raise AxisError(msg)
         seen.add(normal)
     return tuple(sorted(seen))
 
 
-def reduced_shape(
-    shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
-) -> tuple[int, ...]:
+def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
     """Return the shape of ``shape`` reduced over ``axes``."""
     if keepdims:
         return tuple(1 if i in axes else n for i, n in enumerate(shape))

@@ -126,8 +126,8 @@ def int_mean(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any, n:
     signed = not _dtypes.is_unsigned(xp, dtype)
     if wide_bits - width >= 24:  # n * 2**width stays below 2**(wide_bits - 1)
         total = rsum(xp, xp.astype(x, acc), axes, keepdims, acc)
-        quotient = total // n
-        result = _trunc_div(xp, quotient, total - quotient * n != 0) if signed else quotient
+        floor = total // n
+        result = _trunc_div(xp, floor, total - floor * n != 0) if signed else floor
         return xp.astype(result, x.dtype)
     limb = 16 if wide_bits == 64 else 8
     mask = (1 << limb) - 1

@@ -54,7 +54,7 @@ def _l1(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> A
 
 
 def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
-    """Whether every square of a ``dtype`` value, and n of them, is finite and normal in ``wide``."""
+    """Whether squares of ``dtype`` values, and sums of them, stay finite and normal in ``wide``."""
     narrow, broad = xp.finfo(dtype), xp.finfo(wide)
     return 2 * math.log2(float(narrow.max)) + 32 < math.log2(float(broad.max)) and (
         2 * math.log2(float(narrow.smallest_normal)) - 53 > math.log2(float(broad.smallest_normal))
