@@ -158,6 +158,7 @@ def assert_result(
     *,
     like: Any = None,
     rtol: float | None = None,
+    atol: float = 0.0,
 ) -> None:
     """Check namespace, dtype, shape and device of ``result``, then its values."""
     assert array_api_compat.is_array_api_obj(result), f"not an array: {type(result)}"
@@ -179,4 +180,4 @@ def assert_result(
     # The exact value rounded to the dtype: compare against that rounding, not the raw value.
     with np.errstate(over="ignore"):
         rounded = want64.astype(np_dtype(dtype)).astype(np.float64)
-    np.testing.assert_allclose(got64, rounded, rtol=tol, atol=0, equal_nan=True)
+    np.testing.assert_allclose(got64, rounded, rtol=tol, atol=atol, equal_nan=True)

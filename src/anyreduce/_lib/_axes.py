@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from ._errors import AxisError
 
@@ -18,7 +19,7 @@ AxesLike = int | Sequence[int] | Any | None
 
 def check_flag(op: str, name: str, value: object) -> bool:
     """Return a boolean flag given as ``True``/``False`` or ONNX-style ``1``/``0``."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, bool | np.bool_):
         return bool(value)
     try:
         index = operator.index(value)  # type: ignore[arg-type]
@@ -57,7 +58,7 @@ def _array_axis_values(op: str, axes: Any) -> list[int]:
 
 
 def _one_axis(op: str, axis: object) -> int:
-    if isinstance(axis, bool) or type(axis).__name__ == "bool_":
+    if isinstance(axis, bool | np.bool_):
         msg = f"{op}: axes must be integers, got {axis!r}"
         raise TypeError(msg)
     if array_api_compat.is_array_api_obj(axis):
