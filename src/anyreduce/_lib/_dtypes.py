@@ -8,6 +8,7 @@ __all__ = [
     "bits",
     "check_dtype",
     "compute_float",
+    "dtype_name",
     "is_bool",
     "is_float",
     "is_integer",
@@ -42,6 +43,29 @@ def bits(xp: Namespace, dtype: DType) -> int:
     return int(info.bits)
 
 
+def dtype_name(xp: Namespace, dtype: DType) -> str | None:
+    """The array-API name of ``dtype`` ("float32", "bfloat16", "uint8", "bool", ...).
+
+    None when the namespace cannot classify ``dtype`` (NumPy raises TypeError on
+    ml_dtypes' bfloat16 in ``isdtype``) or it is not a real numeric or bool dtype.
+    Profiles that check dtypes against named lists (ONNX type constraints) use this.
+    """
+    try:
+        if is_bool(xp, dtype):
+            return "bool"
+        if is_integer(xp, dtype):
+            return f"{'u' if is_unsigned(xp, dtype) else ''}int{bits(xp, dtype)}"
+        if not is_float(xp, dtype):
+            return None
+    except TypeError:
+        return None
+    width = bits(xp, dtype)
+    # The two 16-bit floats differ in precision: bfloat16 has 8 significand bits.
+    if width == 16 and float(xp.finfo(dtype).eps) > 2.0**-10:
+        return "bfloat16"
+    return f"float{width}"
+
+
 def widest_float(xp: Namespace) -> DType:
     """float64, or float32 where the namespace has no float64 (JAX without x64)."""
     available = xp.__array_namespace_info__().dtypes(kind="real floating")
@@ -57,11 +81,13 @@ def widest_int(xp: Namespace) -> DType:
 def compute_float(xp: Namespace, dtype: DType) -> DType:
     """The float dtype an operator accumulates ``dtype`` in.
 
-    float16 and bfloat16 accumulate in float32 and round once at the end; integers that
-    go through a float step (L2, LogSum, LogSumExp) use the widest float available.
+    float16 and bfloat16 accumulate in the widest float available (float64, float32 in
+    JAX without x64) and round once at the end: in float64 their sums are exact or nearly
+    so, which makes the rounded result correct even under cancellation. Integers that go
+    through a float step (L2, LogSum, LogSumExp) use the widest float too.
     """
-    if is_float(xp, dtype):
-        return xp.float32 if bits(xp, dtype) < 32 else dtype
+    if is_float(xp, dtype) and bits(xp, dtype) >= 32:
+        return dtype
     return widest_float(xp)
 
 
