@@ -40,50 +40,6 @@ def _reduce(
     return run(op, data, normal, keep, xp=xp)
 
 
-_PARAMETERS = """
-    Parameters
-    ----------
-    data : array
-        Input of any array-API namespace (NumPy, PyTorch, JAX, Dask, array-api-strict, ...).
-        Every real numeric dtype is accepted{bool_note}.
-    axes : None, int, sequence of int, or integer array, optional
-        Axes to reduce over, in ``[-r, r-1]`` for an input of rank ``r``; order does not
-        matter. An integer array (0-D or 1-D) of any namespace is accepted. None or empty
-        reduces over all axes, unless ``noop_with_empty_axes`` is true.
-    keepdims : bool or {{0, 1}}, default True
-        Keep reduced axes as axes of size 1.
-    noop_with_empty_axes : bool or {{0, 1}}, default False
-        With empty or no axes, reduce over nothing: only the element-wise part of the
-        operator is applied ({noop}).
-
-    Returns
-    -------
-    array
-        Same namespace, dtype and device as ``data``; 0-D for a full reduction with
-        ``keepdims=False``.
-
-    Raises
-    ------
-    AxisError
-        An axis is out of range, repeated, or given for a rank-0 input.
-    TypeError
-        ``data`` is not an array, its dtype is not supported, or ``axes`` are not integers.
-    ValueError
-        ``keepdims`` or ``noop_with_empty_axes`` is not a boolean or 0/1.
-"""
-
-
-def _doc(
-    summary: str, *, noop: str, empty: str, notes: str, example: str, bool_note: str = ""
-) -> str:
-    body = _PARAMETERS.format(noop=noop, bool_note=bool_note)
-    return (
-        f"{summary}\n\n    Over an empty set the result is {empty}.\n{notes}{body}"
-        f"\n    Examples\n    --------\n    >>> import numpy as np\n    >>> import anyreduce\n"
-        f"    >>> x = np.arange(1, 13, dtype=np.float32).reshape(3, 2, 2)\n{example}"
-    )
-
-
 def reduce_sum(
     data: Array, axes: AxesLike = None, *, keepdims: bool = True, noop_with_empty_axes: bool = False
 ) -> Array:
@@ -144,119 +100,283 @@ def reduce_log_sum_exp(
     return _reduce("reduce_log_sum_exp", data, axes, keepdims, noop_with_empty_axes)
 
 
-_INTEGER_FLOAT_STEP = """
-    Integers are computed in float64 (float32 where the namespace has no float64) and
-    truncated toward zero; values beyond the dtype's range saturate at its limits.
-"""
+# The docstrings: one template, filled in per operator, so that the ten stay consistent.
+_TEMPLATE = """{summary}
 
-reduce_sum.__doc__ = _doc(
-    "Sum of the elements over the given axes (ONNX ReduceSum).",
-    noop="the input itself",
-    empty="0",
-    notes="\n    Integers wrap modulo 2**bits; float16 and bfloat16 accumulate in float32.\n",
-    example=(
-        "    >>> anyreduce.reduce_sum(x, axes=[1], keepdims=False)\n"
-        "    array([[ 4.,  6.],\n           [12., 14.],\n           [20., 22.]], dtype=float32)\n"
-    ),
+Computes {formula} over the set :math:`S` of reduced positions of each output element.
+Over an empty set the result is {empty}.
+
+Parameters
+----------
+data : array
+    The input: an array of any array-API namespace (NumPy, PyTorch, JAX, Dask,
+    array-api-strict, ...) with {dtypes}.
+axes : None, int, sequence of int, or integer array, optional
+    The axes to reduce, each in ``[-r, r-1]`` for an input of rank ``r``, in any order and
+    without repeats; a 0-D or 1-D integer array of any namespace is accepted too. None or
+    empty means every axis, unless `noop_with_empty_axes` is true.
+keepdims : bool or {{0, 1}}, default True
+    Keep each reduced axis as an axis of size 1; false removes it.
+noop_with_empty_axes : bool or {{0, 1}}, default False
+    With None or empty `axes`, reduce over no axis and return {noop}. It has no effect when
+    axes are given.
+
+Returns
+-------
+array
+    The result, of the namespace, dtype and device of `data`. Its shape is that of `data`
+    with each reduced axis set to 1 (`keepdims` true) or removed; a full reduction with
+    ``keepdims=False`` is a 0-D array, never a scalar.
+
+Raises
+------
+AxisError
+    An axis is out of range, repeated, or given for a rank-0 input.
+TypeError
+    `data` is not an array or has a dtype this operator does not take, or `axes` are not
+    integers.
+ValueError
+    `keepdims` or `noop_with_empty_axes` is not a boolean, 0 or 1.
+
+See Also
+--------
+{see_also}
+
+Notes
+-----
+{notes}
+
+Examples
+--------
+>>> import numpy as np
+>>> import anyreduce
+>>> x = np.arange(1, 13, dtype=np.float32).reshape(3, 2, 2)
+{examples}"""
+
+_ANY_NUMERIC = "a real integer or floating dtype"
+_NUMERIC_OR_BOOL = "a real integer, floating or bool dtype"
+_WRAP = (
+    "The result has the dtype of `data`. Integers are exact modulo ``2**bits`` (two's\n"
+    "complement wrap-around, as NumPy and PyTorch); float16 and bfloat16 accumulate in\n"
+    "float32 and are rounded once at the end."
 )
-reduce_sum_square.__doc__ = _doc(
-    "Sum of the squared elements over the given axes (ONNX ReduceSumSquare).",
-    noop="the squares",
-    empty="0",
-    notes="\n    Integers wrap modulo 2**bits; float16 and bfloat16 accumulate in float32.\n",
-    example=(
-        "    >>> anyreduce.reduce_sum_square(x, axes=[2], keepdims=False)\n"
-        "    array([[  5.,  25.],\n           [ 61., 113.],\n"
-        "           [181., 265.]], dtype=float32)\n"
-    ),
+_THROUGH_FLOAT = (
+    "Integers are computed in float64 (float32 where the namespace has no float64) and the\n"
+    "result is truncated toward zero; values beyond the dtype's range saturate at its limits."
 )
-reduce_l1.__doc__ = _doc(
-    "L1 norm, the sum of absolute values, over the given axes (ONNX ReduceL1).",
-    noop="the absolute values",
+
+
+def _document(
+    func: Any,
+    *,
+    summary: str,
+    formula: str,
+    empty: str,
+    noop: str,
+    notes: str,
+    see_also: str,
+    examples: str,
+    dtypes: str = _ANY_NUMERIC,
+) -> None:
+    func.__doc__ = _TEMPLATE.format(
+        summary=summary,
+        formula=formula,
+        empty=empty,
+        noop=noop,
+        notes=notes,
+        see_also=see_also,
+        examples=examples.strip("\n"),
+        dtypes=dtypes,
+    )
+
+
+_document(
+    reduce_sum,
+    summary="Sum of the elements over the given axes (ONNX ReduceSum).",
+    formula=r":math:`\sum_{i \in S} x_i`",
     empty="0",
-    notes="\n    Integers wrap modulo 2**bits; float16 and bfloat16 accumulate in float32.\n",
-    example=(
-        "    >>> anyreduce.reduce_l1(-x, axes=[2], keepdims=False)\n"
-        "    array([[ 3.,  7.],\n           [11., 15.],\n           [19., 23.]], dtype=float32)\n"
-    ),
+    noop="a copy of `data`",
+    notes=_WRAP,
+    see_also="reduce_mean : The sum divided by the number of elements.",
+    examples="""
+>>> anyreduce.reduce_sum(x, axes=1)
+array([[[ 4.,  6.]],
+<BLANKLINE>
+       [[12., 14.]],
+<BLANKLINE>
+       [[20., 22.]]], dtype=float32)
+>>> anyreduce.reduce_sum(x, axes=[0, 2], keepdims=False)
+array([33., 45.], dtype=float32)
+>>> anyreduce.reduce_sum(np.array([100, 100], dtype=np.int8))
+array([-56], dtype=int8)
+""",
 )
-reduce_l2.__doc__ = _doc(
-    "L2 norm, the root of the sum of squares, over the given axes (ONNX ReduceL2).",
-    noop="the absolute values",
+_document(
+    reduce_sum_square,
+    summary="Sum of the squared elements over the given axes (ONNX ReduceSumSquare).",
+    formula=r":math:`\sum_{i \in S} x_i^2`",
     empty="0",
+    noop="the square of each element",
+    notes=_WRAP,
+    see_also="reduce_l2 : The square root of this sum.",
+    examples="""
+>>> anyreduce.reduce_sum_square(x, axes=2, keepdims=False)
+array([[  5.,  25.],
+       [ 61., 113.],
+       [181., 265.]], dtype=float32)
+>>> anyreduce.reduce_sum_square(np.array([-3.0, 4.0]), noop_with_empty_axes=True)
+array([ 9., 16.])
+""",
+)
+_document(
+    reduce_l1,
+    summary="L1 norm, the sum of absolute values, over the given axes (ONNX ReduceL1).",
+    formula=r":math:`\sum_{i \in S} |x_i|`",
+    empty="0",
+    noop="the absolute value of each element",
+    notes=_WRAP + "\nThe absolute value of an integer dtype's minimum wraps to itself.",
+    see_also="reduce_l2 : The Euclidean norm.",
+    examples="""
+>>> anyreduce.reduce_l1(-x, axes=2, keepdims=False)
+array([[ 3.,  7.],
+       [11., 15.],
+       [19., 23.]], dtype=float32)
+>>> anyreduce.reduce_l1(np.array([-3.0, 4.0]), [], noop_with_empty_axes=True)
+array([3., 4.])
+""",
+)
+_document(
+    reduce_l2,
+    summary="L2 norm, the root of the sum of squares, over the given axes (ONNX ReduceL2).",
+    formula=r":math:`\sqrt{\sum_{i \in S} x_i^2}`",
+    empty="0",
+    noop="the absolute value of each element",
     notes=(
-        "\n    Squares never overflow or underflow when the norm is representable: they are\n"
-        "    summed in a wider type or scaled per slice." + _INTEGER_FLOAT_STEP
+        "No intermediate step overflows or underflows when the norm is representable: the\n"
+        "squares are summed in a wider type, or each slice is scaled by its largest\n"
+        "magnitude when there is none. float16 and bfloat16 accumulate in float32.\n"
+        "Integers give the root of the exact sum of squares, computed in float64 and\n"
+        "truncated toward zero."
     ),
-    example=(
-        "    >>> anyreduce.reduce_l2(np.array([300, 400], dtype=np.float16))\n"
-        "    array([500.], dtype=float16)\n"
-    ),
+    see_also="reduce_sum_square : The sum of squares, without the root.",
+    examples="""
+>>> anyreduce.reduce_l2(np.array([[3.0, 4.0], [5.0, 12.0]]), axes=1, keepdims=False)
+array([ 5., 13.])
+>>> anyreduce.reduce_l2(np.array([300, 400], dtype=np.float16))
+array([500.], dtype=float16)
+>>> anyreduce.reduce_l2(np.array([1e20, 1e20], dtype=np.float32))
+array([1.4142136e+20], dtype=float32)
+""",
 )
-reduce_mean.__doc__ = _doc(
-    "Arithmetic mean over the given axes (ONNX ReduceMean).",
-    noop="the input itself",
-    empty="NaN for floats and 0 for integers",
-    notes="\n    The mean of integers is exact, truncated toward zero.\n",
-    example=(
-        "    >>> anyreduce.reduce_mean(x, axes=[1], keepdims=False)\n"
-        "    array([[ 2.,  3.],\n           [ 6.,  7.],\n           [10., 11.]], dtype=float32)\n"
+_document(
+    reduce_mean,
+    summary="Arithmetic mean over the given axes (ONNX ReduceMean).",
+    formula=r":math:`\frac{1}{|S|} \sum_{i \in S} x_i`",
+    empty="NaN for floating dtypes and 0 for integers",
+    noop="a copy of `data`",
+    notes=(
+        "The mean of integers is exact, truncated toward zero; it always fits the dtype.\n"
+        "float16 and bfloat16 accumulate in float32 and are rounded once at the end."
     ),
+    see_also="reduce_sum : The sum, without the division.",
+    examples="""
+>>> anyreduce.reduce_mean(x, axes=1, keepdims=False)
+array([[ 2.,  3.],
+       [ 6.,  7.],
+       [10., 11.]], dtype=float32)
+>>> anyreduce.reduce_mean(np.array([-7, 0], dtype=np.int8))
+array([-3], dtype=int8)
+""",
 )
-reduce_prod.__doc__ = _doc(
-    "Product of the elements over the given axes (ONNX ReduceProd).",
-    noop="the input itself",
+_document(
+    reduce_prod,
+    summary="Product of the elements over the given axes (ONNX ReduceProd).",
+    formula=r":math:`\prod_{i \in S} x_i`",
     empty="1",
-    notes="\n    Integers wrap modulo 2**bits; float16 and bfloat16 accumulate in float32.\n",
-    example=(
-        "    >>> anyreduce.reduce_prod(x, axes=[2], keepdims=False)\n"
-        "    array([[  2.,  12.],\n           [ 30.,  56.],\n"
-        "           [ 90., 132.]], dtype=float32)\n"
-    ),
+    noop="a copy of `data`",
+    notes=_WRAP,
+    see_also="reduce_sum : The sum of the elements.",
+    examples="""
+>>> anyreduce.reduce_prod(x, axes=2, keepdims=False)
+array([[  2.,  12.],
+       [ 30.,  56.],
+       [ 90., 132.]], dtype=float32)
+>>> anyreduce.reduce_prod(np.zeros((2, 0)), axes=1, keepdims=False)
+array([1., 1.])
+""",
 )
-reduce_max.__doc__ = _doc(
-    "Maximum over the given axes (ONNX ReduceMax); ``any`` for bool.",
-    noop="the input itself",
-    empty="-inf for floats, the dtype minimum for integers and False for bool",
-    notes="\n    NaN propagates: a slice containing NaN has maximum NaN.\n",
-    example=(
-        "    >>> anyreduce.reduce_max(x, axes=[1], keepdims=False)\n"
-        "    array([[ 3.,  4.],\n           [ 7.,  8.],\n           [11., 12.]], dtype=float32)\n"
-    ),
-    bool_note=", and bool",
+_document(
+    reduce_max,
+    summary="Maximum over the given axes (ONNX ReduceMax); logical or for bool.",
+    formula=r":math:`\max_{i \in S} x_i`",
+    empty="-inf for floating dtypes, the dtype's minimum for integers and False for bool",
+    noop="a copy of `data`",
+    notes="NaN propagates: the maximum of a slice holding a NaN is NaN.",
+    see_also="reduce_min : The minimum.",
+    examples="""
+>>> anyreduce.reduce_max(x, axes=1, keepdims=False)
+array([[ 3.,  4.],
+       [ 7.,  8.],
+       [11., 12.]], dtype=float32)
+>>> anyreduce.reduce_max(np.array([1.0, np.nan, 3.0]))
+array([nan])
+>>> anyreduce.reduce_max(np.array([[True, False], [False, False]]), axes=1, keepdims=False)
+array([ True, False])
+""",
+    dtypes=_NUMERIC_OR_BOOL,
 )
-reduce_min.__doc__ = _doc(
-    "Minimum over the given axes (ONNX ReduceMin); ``all`` for bool.",
-    noop="the input itself",
-    empty="+inf for floats, the dtype maximum for integers and True for bool",
-    notes="\n    NaN propagates: a slice containing NaN has minimum NaN.\n",
-    example=(
-        "    >>> anyreduce.reduce_min(x, axes=[1], keepdims=False)\n"
-        "    array([[ 1.,  2.],\n           [ 5.,  6.],\n           [ 9., 10.]], dtype=float32)\n"
-    ),
-    bool_note=", and bool",
+_document(
+    reduce_min,
+    summary="Minimum over the given axes (ONNX ReduceMin); logical and for bool.",
+    formula=r":math:`\min_{i \in S} x_i`",
+    empty="+inf for floating dtypes, the dtype's maximum for integers and True for bool",
+    noop="a copy of `data`",
+    notes="NaN propagates: the minimum of a slice holding a NaN is NaN.",
+    see_also="reduce_max : The maximum.",
+    examples="""
+>>> anyreduce.reduce_min(x, axes=1, keepdims=False)
+array([[ 1.,  2.],
+       [ 5.,  6.],
+       [ 9., 10.]], dtype=float32)
+>>> anyreduce.reduce_min(np.zeros((0, 2), dtype=np.uint8), axes=0)
+array([[255, 255]], dtype=uint8)
+""",
+    dtypes=_NUMERIC_OR_BOOL,
 )
-reduce_log_sum.__doc__ = _doc(
-    "Natural logarithm of the sum over the given axes (ONNX ReduceLogSum).",
+_document(
+    reduce_log_sum,
+    summary="Natural logarithm of the sum over the given axes (ONNX ReduceLogSum).",
+    formula=r":math:`\log \sum_{i \in S} x_i`",
+    empty="-inf (the dtype's minimum for integers)",
     noop="the logarithm of each element",
-    empty="-inf (the dtype minimum for integers)",
-    notes=_INTEGER_FLOAT_STEP,
-    example=(
-        "    >>> anyreduce.reduce_log_sum(x, axes=[2], keepdims=False).round(4)\n"
-        "    array([[1.0986, 1.9459],\n           [2.3979, 2.7081],\n"
-        "           [2.9444, 3.091 ]], dtype=float32)\n"
-    ),
+    notes=_THROUGH_FLOAT,
+    see_also="reduce_log_sum_exp : The logarithm of the sum of exponentials.",
+    examples="""
+>>> anyreduce.reduce_log_sum(np.array([[1.0, 1.0], [2.0, 3.0]]), axes=1, keepdims=False)
+array([0.69314718, 1.60943791])
+>>> anyreduce.reduce_log_sum(np.array([0.5, 2.0]), [], noop_with_empty_axes=True)
+array([-0.69314718,  0.69314718])
+""",
 )
-reduce_log_sum_exp.__doc__ = _doc(
-    "Logarithm of the sum of exponentials over the given axes (ONNX ReduceLogSumExp).",
-    noop="the input itself",
-    empty="-inf (the dtype minimum for integers)",
+_document(
+    reduce_log_sum_exp,
+    summary=("Logarithm of the sum of exponentials over the given axes (ONNX ReduceLogSumExp)."),
+    formula=r":math:`\log \sum_{i \in S} e^{x_i}`",
+    empty="-inf (the dtype's minimum for integers)",
+    noop="a copy of `data`",
     notes=(
-        "\n    Computed with a max shift: [1000, 1000] gives 1000 + log 2, a slice of -inf gives\n"
-        "    -inf and a slice holding +inf gives +inf." + _INTEGER_FLOAT_STEP
+        "Computed with a max shift, :math:`m + \\log \\sum_{i \\in S} e^{x_i - m}` where\n"
+        ":math:`m` is the slice's maximum, so that no exponential overflows: [1000, 1000]\n"
+        "gives 1000 + log 2, a slice of -inf gives -inf and a slice holding +inf gives +inf.\n"
+        + _THROUGH_FLOAT
     ),
-    example=(
-        "    >>> anyreduce.reduce_log_sum_exp(np.array([1000.0, 1000.0]), keepdims=False)\n"
-        "    array(1000.69314718)\n"
-    ),
+    see_also="reduce_log_sum : The logarithm of the sum.",
+    examples="""
+>>> anyreduce.reduce_log_sum_exp(np.array([[0.0, 0.0], [-1.0, -1.0]]), axes=1)
+array([[ 0.69314718],
+       [-0.30685282]])
+>>> big = np.array([[1000.0, 1000.0], [-np.inf, -np.inf]])
+>>> anyreduce.reduce_log_sum_exp(big, axes=1, keepdims=False)
+array([1000.69314718,          -inf])
+""",
 )

@@ -22,3 +22,6 @@ class AxisError(ValueError, IndexError):
     ...     print(e)
     reduce_sum: axis 2 is out of range for an input of rank 2 (valid axes are -2 to 1)
     """
+
+    # Shown, and pickled, as the public name rather than this private module.
+    __module__ = "anyreduce"
