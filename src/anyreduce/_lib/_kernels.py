@@ -29,11 +29,59 @@ Array = Any
 Axes = tuple[int, ...]
 
 
+# Block length of the blocked float sum: each level adds at most this many terms in a row.
+_BLOCK = 16
+
+
 def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
-    """Sum accumulated in ``dtype`` (integers wrap modulo 2**bits)."""
+    """Sum accumulated in ``dtype`` (integers wrap modulo 2**bits).
+
+    Float sums keep their rounding error within a few ``eps * sum(|x|)`` whatever the
+    length: backends that add a long axis one term after the other (see
+    ``_backends.sums_pairwise``) sum it in blocks instead.
+    """
     if not axes:
         return xp.astype(x, dtype, copy=True)
-    return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
+    if not _dtypes.is_float(xp, dtype) or _backends.sums_pairwise(xp):
+        return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
+    # NumPy sums the trailing run of reduced axes (contiguous in C order) pairwise, and any
+    # other axis sequentially, so those are summed in blocks, one axis after the other.
+    inner: list[int] = []
+    for a in reversed(range(x.ndim)):
+        if a not in axes:
+            break
+        inner.append(a)
+    total = xp.sum(x, axis=tuple(inner), keepdims=True, dtype=dtype) if inner else x
+    for a in axes:
+        if a not in inner:
+            total = _block_sum(xp, total, a, dtype)
+    return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
+
+
+def _dropped(shape: tuple[int, ...], axes: Axes) -> tuple[int, ...]:
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def _block_sum(xp: Namespace, x: Array, axis: int, dtype: Any) -> Array:
+    """Sum over ``axis`` (kept, as length 1) in nested blocks of ``_BLOCK`` terms.
+
+    The axis is split into (blocks, _BLOCK), a view: summing the short axis, then the
+    block sums the same way, makes the error grow with log(n) levels, not with n.
+    """
+    n = x.shape[axis]
+    if n <= _BLOCK:
+        return xp.sum(x, axis=axis, keepdims=True, dtype=dtype)
+    blocks, rest = divmod(n, _BLOCK)
+    before = (slice(None),) * axis
+    head_index = (*before, slice(0, blocks * _BLOCK), ...)
+    head = x[head_index] if rest else x
+    head = xp.reshape(head, (*x.shape[:axis], blocks, _BLOCK, *x.shape[axis + 1 :]))
+    total = _block_sum(xp, xp.sum(head, axis=axis + 1, dtype=dtype), axis, dtype)
+    if rest:
+        tail_index = (*before, slice(blocks * _BLOCK, n), ...)
+        tail = x[tail_index]
+        total = total + xp.sum(tail, axis=axis, keepdims=True, dtype=dtype)
+    return total
 
 
 def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
