@@ -10,12 +10,27 @@ line help) are generated at build time by ``_ext/anyreduce_docs.py``, never type
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import re
 import sys
+import types
 from pathlib import Path
 
 import anyreduce
 
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+
+
+def _public_modules() -> list[types.ModuleType]:
+    names = [
+        info.name
+        for info in pkgutil.walk_packages(anyreduce.__path__, "anyreduce.")
+        if not any(part.startswith("_") for part in info.name.split("."))
+    ]
+    return [anyreduce, *map(importlib.import_module, names)]
+
 
 project = "anyreduce"
 author = "The anyreduce developers"
@@ -52,6 +67,14 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 numpydoc_validation_checks = {"PR01", "PR02", "PR03", "RT01", "EX01", "SS01", "SS03"}
+# The checks are for functions. Classes and constants are checked by tests/test_public_api.py
+# (numpydoc would read a constant's type's docstring, and a dataclass's fields as parameters).
+numpydoc_validation_exclude = {
+    rf"^{re.escape(module.__name__)}\.{re.escape(name)}$"
+    for module in _public_modules()
+    for name in module.__all__
+    if not inspect.isfunction(getattr(module, name))
+}
 
 html_theme = "furo"
 html_title = f"anyreduce {release}"

@@ -17,14 +17,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="anyreduce",
         description=(
-            "The ONNX reductions, written once for NumPy, PyTorch, JAX, Dask and array-api-strict."
+            "The ONNX reductions, written once for NumPy, PyTorch, JAX, Dask and "
+            "array-api-strict. These commands run them, check them against the ONNX and "
+            "OpenVINO specifications and other runtimes, and time them."
+        ),
+        epilog=(
+            "Run 'anyreduce COMMAND --help' for the options of a command. "
+            "Documentation: https://anyreduce.readthedocs.io"
         ),
     )
-    parser.add_argument("--version", action="version", version=f"anyreduce {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"anyreduce {__version__}",
+        help="print the version of anyreduce and exit",
+    )
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, title="commands"
+    )
     for name in COMMANDS:
         module = importlib.import_module(f"anyreduce._commands.{name}")
-        sub = commands.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        # A command may give a longer DESCRIPTION for its own --help than its one-line HELP.
+        description = getattr(module, "DESCRIPTION", module.HELP)
+        sub = commands.add_parser(module.NAME, help=module.HELP, description=description)
         module.add_arguments(sub)
         sub.set_defaults(run=module.run)
     return parser
