@@ -33,12 +33,25 @@ Array = Any
 
 @dataclass(frozen=True)
 class Operator:
-    """One OpenVINO reduction: its name and version, and the core operator computing it."""
+    """One OpenVINO reduction: its name and version, and the core operator computing it.
+
+    Attributes
+    ----------
+    op : str
+        OpenVINO operator name, e.g. ``"ReduceL1"``.
+    version : int
+        The operator's version in the OpenVINO opset (``ReduceL1-4``).
+    kernel : str
+        Name of the core reduction computing it (``"reduce_l1"``); the logical
+        reductions are ``reduce_min`` (AND) and ``reduce_max`` (OR) on bool.
+    logical : bool
+        Takes bool only; the others take every integer and real floating dtype.
+    """
 
     op: str
     version: int
-    kernel: str  # key of the core registry ``OPS``
-    logical: bool  # takes bool only (else every real numeric dtype, not bool)
+    kernel: str
+    logical: bool
 
     @property
     def label(self) -> str:
