@@ -15,8 +15,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import inspect
 import os
+import sys
+import types
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -135,7 +138,10 @@ def _help_section(command: str, text: str) -> nodes.Node:
 
 
 class OpsTable(SphinxDirective):
-    """The ten operators: public function, ONNX name, empty-set value, bool support."""
+    """The ten operators: public function, ONNX name, what it computes, empty-set values.
+
+    The empty-set values are computed by the library itself, on float32, int32 and bool.
+    """
 
     def run(self) -> list[nodes.Node]:
         import numpy as np
@@ -143,21 +149,24 @@ class OpsTable(SphinxDirective):
         import anyreduce
         from anyreduce._lib._ops import OPS
 
-        rows = []
+        def empty(name: str, dtype: type) -> str:
+            value = getattr(anyreduce, name)(np.zeros((0,), dtype), keepdims=False)
+            return str(value.item()) if dtype is not np.int32 else str(int(value))
+
+        rows: list[list[Cell]] = []
         for name, op in OPS.items():
             summary = (getattr(anyreduce, name).__doc__ or "").strip().splitlines()[0]
-            # The empty-set value, computed by the library itself on float32 data.
-            empty = getattr(anyreduce, name)(np.zeros((0,), np.float32), keepdims=False)
             rows.append(
                 [
                     _api_ref(name),
                     literal(op.onnx_name),
                     summary.split(" (ONNX")[0].rstrip("."),
-                    literal(repr(float(empty))),
-                    "yes" if op.accepts_bool else "no",
+                    literal(empty(name, np.float32)),
+                    literal(empty(name, np.int32)),
+                    literal(empty(name, np.bool_)) if op.accepts_bool else "not accepted",
                 ]
             )
-        headers = ["function", "ONNX op", "computes", "empty set (float32)", "bool"]
+        headers = ["function", "ONNX op", "computes", "empty: float32", "int32", "bool"]
         return [table(headers, rows)]
 
 
@@ -232,14 +241,56 @@ class OnnxVersions(SphinxDirective):
         return [table(headers, rows)]
 
 
-class Divergences(SphinxDirective):
-    """Every documented divergence, each row linked to the test that checks it."""
+def _load_test_module(relative: str) -> types.ModuleType:
+    """Import a module of the test suite by path (``tests/`` is not a package)."""
+    path = ROOT / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - the file is in the repo
+        msg = f"cannot import {relative}"
+        raise ImportError(msg)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(path.stem, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _line_of(relative: str, needle: str) -> int | None:
+    for number, line in enumerate((ROOT / relative).read_text().splitlines(), start=1):
+        if needle in line:
+            return number
+    return None
+
+
+class FrameworkDivergences(SphinxDirective):
+    """The framework rows: ``DIVERGENCES`` of ``tests/test_framework_divergences.py``."""
+
+    TESTS = "tests/test_framework_divergences.py"
 
     def run(self) -> list[nodes.Node]:
-        from divergence_table import divergence_rows
-
-        headers, rows = divergence_rows()
+        module = _load_test_module(self.TESTS)
+        self.env.note_dependency(str(ROOT / self.TESTS))
+        rows: list[list[Cell]] = []
+        for case in module.DIVERGENCES:
+            line = _line_of(self.TESTS, f'id="{case.id}"')
+            rows.append(
+                [
+                    case.framework,
+                    literal(case.data),
+                    _code_then_text(case.theirs_call, str(case.theirs)),
+                    _code_then_text(case.ours_call.replace("anyreduce.", ""), str(case.ours)),
+                    case.why,
+                    source_link(self.TESTS, line, case.id),
+                ]
+            )
+        headers = ["framework", "input x", "theirs", "anyreduce", "why", "test"]
         return [table(headers, rows)]
+
+
+def _code_then_text(code: str, text: str) -> nodes.paragraph:
+    para = nodes.paragraph()
+    para += literal(code)
+    para += nodes.Text(f" → {text}")
+    return para
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -247,5 +298,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("anyreduce-cli-help", CliHelp)
     app.add_directive("anyreduce-ops", OpsTable)
     app.add_directive("anyreduce-onnx-versions", OnnxVersions)
-    app.add_directive("anyreduce-divergences", Divergences)
+    app.add_directive("anyreduce-framework-divergences", FrameworkDivergences)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
