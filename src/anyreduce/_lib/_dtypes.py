@@ -9,6 +9,7 @@ __all__ = [
     "check_dtype",
     "compute_float",
     "dtype_name",
+    "dtype_named",
     "is_bool",
     "is_float",
     "is_integer",
@@ -64,6 +65,22 @@ def dtype_name(xp: Namespace, dtype: DType) -> str | None:
     if width == 16 and float(xp.finfo(dtype).eps) > 2.0**-10:
         return "bfloat16"
     return f"float{width}"
+
+
+def dtype_named(xp: Namespace, name: str) -> DType | None:
+    """The namespace's dtype called ``name`` (inverse of :func:`dtype_name`), or None."""
+    found = getattr(xp, name, None)
+    if found is not None:
+        return found
+    info = xp.__array_namespace_info__().dtypes()
+    if name in info:
+        return info[name]
+    # Dask's namespace names no float16 although its arrays (NumPy-typed) hold it.
+    import numpy as np
+
+    if name != "bfloat16" and isinstance(info.get("float32"), np.dtype):
+        return np.dtype(name)
+    return None
 
 
 def widest_float(xp: Namespace) -> DType:

@@ -35,12 +35,15 @@ from ._reductions import (
     reduce_sum,
     reduce_sum_square,
 )
+from ._runtime import SUPPORTED_OPS, backend_for, run_node
 
 __all__ = [
     "NEWEST_OPSET",
     "OLDEST_OPSET",
+    "SUPPORTED_OPS",
     "VERSIONS",
     "OpVersion",
+    "backend_for",
     "op_version",
     "reduce_l1",
     "reduce_l2",
@@ -52,4 +55,5 @@ __all__ = [
     "reduce_prod",
     "reduce_sum",
     "reduce_sum_square",
+    "run_node",
 ]
