@@ -13,6 +13,7 @@ import inspect
 import pkgutil
 import re
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,3 +181,30 @@ def test_axis_error_is_value_and_index_error() -> None:
 
 def test_package_is_typed() -> None:
     assert (importlib.resources.files("anyreduce") / "py.typed").is_file()
+
+
+def _api_reference_entries() -> dict[str, set[str]]:
+    """The names ``docs/api.md`` lists under each ``.. currentmodule::``."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
+    entries: dict[str, set[str]] = {}
+    module = None
+    in_summary = False
+    for line in text.splitlines():
+        if line.startswith(".. currentmodule::"):
+            module = line.split("::")[1].strip()
+            entries.setdefault(module, set())
+        elif line.startswith(".. autosummary::"):
+            in_summary = True
+        elif in_summary and line.startswith("   ") and not line.strip().startswith(":"):
+            if line.strip() and module is not None:
+                entries[module].add(line.strip())
+        elif line.strip().startswith("```"):
+            in_summary = False
+    return entries
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_api_reference_lists_every_public_name(module_name: str) -> None:
+    listed = _api_reference_entries().get(module_name, set())
+    declared = set(importlib.import_module(module_name).__all__) - {"__version__"}
+    assert listed == declared, f"docs/api.md for {module_name}: {sorted(listed ^ declared)}"
