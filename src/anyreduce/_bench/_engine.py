@@ -1,0 +1,385 @@
+"""Timing and memory measurement of the reductions against their anchors.
+
+Every group (one dtype and one axis choice) holds all contenders of all backends: our
+operator, the backend's plain sum, its native expressions and onnxruntime's kernel. They are
+timed in rounds, one call each per round, so that all of them see the same machine state
+(turbo, caches, other load); the median over rounds is reported.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import math
+import platform
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._anchors import BACKEND_NAMES, Backend, load_backend, onnxruntime_kernel
+from ._memory import peak_extra_bytes
+
+__all__ = ["Settings", "run_suite"]
+
+Axes = tuple[int, ...]
+Progress = Callable[[str], None]
+
+#: Ops whose speed target is 4x the plain sum (they need exp/log of every element).
+LOG_OPS = ("reduce_log_sum", "reduce_log_sum_exp")
+RATIO_TARGET = 1.5
+LOG_RATIO_TARGET = 4.0
+MEMORY_TARGET = 0.10  # of the input's size
+SMALL_OVERHEAD_TARGET_US = 5.0
+#: "Never slower than" is judged with this allowance for run-to-run noise.
+NOISE = 1.05
+
+
+@dataclass
+class Settings:
+    """What to run. The defaults are the suite the targets are stated for."""
+
+    shape: tuple[int, ...] = (4096, 8192)
+    small_shape: tuple[int, ...] = (3, 2, 2)
+    small_axes: Axes = (1,)
+    dtypes: tuple[str, ...] = ("float32", "float16")
+    backends: tuple[str, ...] = ("numpy", "torch", "jax")
+    ops: tuple[str, ...] = ()  # empty: all ten
+    axes: tuple[str, ...] = ("last", "first", "all")
+    repeats: int = 7
+    small_calls: int = 300
+    group_budget_s: float = 25.0  # a group stops repeating (after 3 rounds) past this
+    memory: bool = True
+    onnxruntime: bool = True
+    seed: int = 0
+    quick: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def quick_settings(cls, **changes: Any) -> Settings:
+        """A smoke-test run: small data, few repeats, no targets judged."""
+        base: dict[str, Any] = {
+            "shape": (256, 512),
+            "repeats": 3,
+            "small_calls": 20,
+            "group_budget_s": 5.0,
+            "quick": True,
+        }
+        base.update(changes)
+        return cls(**base)
+
+
+def _axes_choice(name: str, ndim: int) -> Axes | None:
+    return {"last": (ndim - 1,), "first": (0,), "all": None}[name]
+
+
+@dataclass
+class _Contender:
+    key: tuple[str, ...]  # (backend or "onnxruntime", op or "", role, label)
+    fn: Callable[[], Any]
+    sync: Callable[[Any], Any]
+    times: list[float] = field(default_factory=list)
+
+    def call(self) -> float:
+        start = time.perf_counter()
+        self.sync(self.fn())
+        return time.perf_counter() - start
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.times)) if self.times else math.nan
+
+
+def _time_rounds(contenders: list[_Contender], repeats: int, budget_s: float) -> None:
+    for c in contenders:  # warm-up: compilation, caches, lazy imports
+        c.sync(c.fn())
+    start = time.perf_counter()
+    for r in range(repeats):
+        for c in contenders:
+            c.times.append(c.call())
+        if r >= 2 and time.perf_counter() - start > budget_s:
+            break
+
+
+def _caller(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """``fn(*args)`` as a zero-argument callable (binds the loop's current values)."""
+    return functools.partial(fn, *args)
+
+
+def _repeated(fn: Callable[[], Any], sync: Callable[[Any], Any], n: int) -> Callable[[], Any]:
+    def calls() -> None:
+        for _ in range(n):
+            sync(fn())
+
+    return calls
+
+
+def _ops(settings: Settings) -> tuple[str, ...]:
+    from .._lib._ops import OPS
+
+    return settings.ops or tuple(OPS)
+
+
+def _data(settings: Settings, shape: tuple[int, ...], dtype: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(settings.seed)
+    normal = rng.standard_normal(shape, dtype=np.float32)
+    # Products of normal data under- or overflow, and subnormal arithmetic is slow on x86;
+    # ReduceProd is timed on data near one, whose products stay normal.
+    near_one = 1 + np.float32(1e-3) * rng.standard_normal(shape, dtype=np.float32)
+    return {"normal": normal.astype(dtype), "near_one": near_one.astype(dtype)}
+
+
+def _array(arrays: dict[str, Any], op: str) -> Any:
+    return arrays["near_one" if op == "reduce_prod" else "normal"]
+
+
+def _contenders(
+    settings: Settings,
+    backends: list[Backend],
+    axes: Axes | None,
+    data: dict[str, np.ndarray],
+    arrays: dict[str, dict[str, Any]],
+) -> list[_Contender]:
+    import anyreduce
+
+    from .._lib._ops import OPS
+
+    contenders: list[_Contender] = []
+    for b in backends:
+        if b.name not in arrays:
+            continue
+        x = arrays[b.name]["normal"]
+        contenders.append(_Contender((b.name, "", "sum", "sum"), b.plain_sum(x, axes), b.sync))
+        for op in _ops(settings):
+            xo = _array(arrays[b.name], op)
+            ours = _caller(getattr(anyreduce, op), xo, axes)
+            contenders.append(_Contender((b.name, op, "ours", "anyreduce"), ours, b.sync))
+            for label, make in b.native.get(op, {}).items():
+                contenders.append(_Contender((b.name, op, "native", label), make(xo, axes), b.sync))
+    for op in _ops(settings) if settings.onnxruntime else ():
+        kernel = onnxruntime_kernel(OPS[op].onnx_name, _array(data, op), axes)
+        if kernel is not None:
+            contenders.append(_Contender(("onnxruntime", op, "ort", "onnxruntime"), kernel, id))
+    return contenders
+
+
+def _large_group(
+    settings: Settings,
+    backends: list[Backend],
+    dtype: str,
+    axes_name: str,
+    data: dict[str, np.ndarray],
+    arrays: dict[str, dict[str, Any]],
+    progress: Progress,
+) -> list[dict[str, Any]]:
+    import anyreduce
+
+    shape = data["normal"].shape
+    axes = _axes_choice(axes_name, len(shape))
+    contenders = _contenders(settings, backends, axes, data, arrays)
+    repeats = settings.repeats if dtype == "float32" else max(3, settings.repeats // 2)
+    t0 = time.perf_counter()
+    _time_rounds(contenders, repeats, settings.group_budget_s)
+    progress(
+        f"  {dtype} {axes_name:<5} {len(contenders)} contenders x "
+        f"{len(contenders[0].times)} rounds in {time.perf_counter() - t0:.1f} s"
+    )
+    by_key = {c.key[:3]: c for c in contenders if c.key[2] != "native"}
+    natives: dict[tuple[str, str], list[_Contender]] = {}
+    for c in contenders:
+        if c.key[2] == "native":
+            natives.setdefault((c.key[0], c.key[1]), []).append(c)
+    nbytes = data["normal"].nbytes
+    records = []
+    for b in (b for b in backends if b.name in arrays):
+        plain = by_key[(b.name, "", "sum")].median
+        for op in _ops(settings):
+            ours = by_key[(b.name, op, "ours")]
+            best = min(natives.get((b.name, op), []), key=lambda c: c.median, default=None)
+            ort = by_key.get(("onnxruntime", op, "ort"))
+            record: dict[str, Any] = {
+                "size": "large",
+                "backend": b.name,
+                "dtype": dtype,
+                "shape": list(shape),
+                "axes": axes_name,
+                "op": op,
+                "ours_ms": ours.median * 1e3,
+                "sum_ms": plain * 1e3,
+                "native_ms": best.median * 1e3 if best else None,
+                "native": best.key[3] if best else None,
+                "onnxruntime_ms": ort.median * 1e3 if ort else None,
+                "rounds": len(ours.times),
+                "gb_per_s": nbytes / ours.median / 1e9,
+                "input_bytes": nbytes,
+                "vs_sum": ours.median / plain,
+                "vs_native": ours.median / best.median if best else None,
+                "vs_onnxruntime": ours.median / ort.median if ort else None,
+            }
+            if settings.memory and b.memory is not None:
+                fn = _caller(getattr(anyreduce, op), _array(arrays[b.name], op), axes)
+                record["extra_bytes"] = peak_extra_bytes(b.name, fn)
+                record["native_extra_bytes"] = (
+                    peak_extra_bytes(b.name, best.fn) if best is not None else None
+                )
+                record["extra_fraction"] = record["extra_bytes"] / nbytes
+            records.append(_judge(record, settings))
+    return records
+
+
+def _judge(record: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """Mark which targets of the issue a large record meets (None: no target applies)."""
+    if settings.quick or record["dtype"] != "float32":
+        record["target_vs_sum"] = None
+        record["meets"] = None
+        return record
+    target = LOG_RATIO_TARGET if record["op"] in LOG_OPS else RATIO_TARGET
+    record["target_vs_sum"] = target
+    checks = {"vs_sum": record["vs_sum"] <= target}
+    if record["vs_native"] is not None:
+        checks["vs_native"] = record["vs_native"] <= NOISE
+    if record["vs_onnxruntime"] is not None:
+        checks["vs_onnxruntime"] = record["vs_onnxruntime"] <= NOISE
+    if record.get("extra_fraction") is not None:
+        checks["memory"] = record["extra_fraction"] <= MEMORY_TARGET
+    record["checks"] = checks
+    record["meets"] = all(checks.values())
+    return record
+
+
+def _small(settings: Settings, backends: list[Backend], progress: Progress) -> list[dict[str, Any]]:
+    import anyreduce
+
+    ops = _ops(settings)
+    count = math.prod(settings.small_shape)
+    data = np.arange(1, count + 1, dtype=np.float32).reshape(settings.small_shape)
+    axes = settings.small_axes
+    records = []
+    t0 = time.perf_counter()
+    n = settings.small_calls
+    for b in backends:
+        x = b.convert(data)
+        contenders = [_Contender((b.name, "", "sum", "sum"), b.plain_sum(x, axes), b.sync)]
+        for op in ops:
+            fn = getattr(anyreduce, op)
+            contenders.append(
+                _Contender((b.name, op, "ours", "anyreduce"), _caller(fn, x, axes), b.sync)
+            )
+            natives = b.native.get(op, {})
+            if natives:
+                label, make = next(iter(natives.items()))
+                contenders.append(_Contender((b.name, op, "native", label), make(x, axes), b.sync))
+        for c in contenders:  # time n calls per sample: one call is below the clock's grain
+            c.fn = _repeated(c.fn, c.sync, n)
+            c.sync = id
+        _time_rounds(contenders, settings.repeats, settings.group_budget_s)
+        plain = contenders[0].median / n * 1e6
+        index = {c.key[1:3]: c for c in contenders}
+        for op in ops:
+            ours_us = index[(op, "ours")].median / n * 1e6
+            native = index.get((op, "native"))
+            record: dict[str, Any] = {
+                "size": "small",
+                "backend": b.name,
+                "dtype": "float32",
+                "shape": list(settings.small_shape),
+                "axes": str(list(axes)),
+                "op": op,
+                "ours_us": ours_us,
+                "sum_us": plain,
+                "native_us": native.median / n * 1e6 if native else None,
+                "native": native.key[3] if native else None,
+                "overhead_us": ours_us - plain,
+            }
+            applies = not settings.quick and b.name in ("numpy", "torch")
+            record["target_overhead_us"] = SMALL_OVERHEAD_TARGET_US if applies else None
+            record["meets"] = (ours_us - plain <= SMALL_OVERHEAD_TARGET_US) if applies else None
+            records.append(record)
+    progress(f"  small {settings.small_shape}: {time.perf_counter() - t0:.1f} s")
+    return records
+
+
+def _meta(settings: Settings, backends: list[Backend]) -> dict[str, Any]:
+    import importlib.metadata as md
+
+    def version(dist: str) -> str | None:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return None
+
+    names = ("anyreduce", "numpy", "torch", "jax", "jaxlib", "dask", "onnxruntime", "scipy")
+    versions = {d: v for d in names if (v := version(d)) is not None}
+    try:
+        from threadpoolctl import threadpool_info  # type: ignore[import-untyped]
+
+        pools = [
+            {k: p.get(k) for k in ("internal_api", "num_threads", "architecture", "version")}
+            for p in threadpool_info()
+        ]
+    except ImportError:
+        pools = []
+    import os
+
+    return {
+        "settings": {k: v for k, v in asdict(settings).items() if k != "extra"},
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "versions": versions,
+        "threadpools": pools,
+        "backends": {b.name: b.notes for b in backends},
+        "targets": {
+            "vs_sum": RATIO_TARGET,
+            "vs_sum_log_ops": LOG_RATIO_TARGET,
+            "vs_native_and_onnxruntime": NOISE,
+            "extra_memory_fraction": MEMORY_TARGET,
+            "small_overhead_us": SMALL_OVERHEAD_TARGET_US,
+        },
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def run_suite(settings: Settings, progress: Progress = print) -> dict[str, Any]:
+    """Run the benchmark; the results as a JSON-ready dict (``meta``, ``large``, ``small``).
+
+    Floating-point warnings are silenced: the anchors compute log of negative sums and
+    the like, whose values do not matter here.
+    """
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return _run_suite(settings, progress)
+
+
+def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
+    names = [n for n in settings.backends if n in BACKEND_NAMES]
+    unknown = sorted(set(settings.backends) - set(BACKEND_NAMES))
+    if unknown:
+        msg = f"bench: unknown backend(s) {unknown}; choose from {list(BACKEND_NAMES)}"
+        raise ValueError(msg)
+    backends = [b for b in (load_backend(n) for n in names) if b is not None]
+    missing = [n for n in names if n not in {b.name for b in backends}]
+    start = time.perf_counter()
+    large: list[dict[str, Any]] = []
+    for dtype in settings.dtypes:
+        data = _data(settings, settings.shape, dtype)
+        arrays = {
+            b.name: {k: b.convert(v) for k, v in data.items()}
+            for b in backends
+            if dtype in b.dtypes
+        }
+        for axes_name in settings.axes:
+            large += _large_group(settings, backends, dtype, axes_name, data, arrays, progress)
+        del arrays
+        gc.collect()
+    small = _small(settings, backends, progress) if settings.small_shape else []
+    meta = _meta(settings, backends)
+    meta["missing_backends"] = missing
+    meta["seconds"] = time.perf_counter() - start
+    return {"meta": meta, "large": large, "small": small}

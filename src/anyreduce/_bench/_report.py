@@ -1,0 +1,164 @@
+"""The benchmark's results as a text table, a Markdown table and a plot of the ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["format_table", "plot_ratios", "to_markdown"]
+
+_SHORT = {
+    "reduce_sum": "Sum",
+    "reduce_sum_square": "SumSquare",
+    "reduce_l1": "L1",
+    "reduce_l2": "L2",
+    "reduce_mean": "Mean",
+    "reduce_prod": "Prod",
+    "reduce_max": "Max",
+    "reduce_min": "Min",
+    "reduce_log_sum": "LogSum",
+    "reduce_log_sum_exp": "LogSumExp",
+}
+
+
+def _f(value: float | None, digits: int = 2, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def _mem(record: dict[str, Any]) -> str:
+    fraction = record.get("extra_fraction")
+    return "-" if fraction is None else f"{100 * fraction:.1f}%"
+
+
+def _mark(meets: bool | None) -> str:
+    return {True: "ok", False: "MISS", None: ""}[meets]
+
+
+def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+    head = ["backend", "dtype", "axes", "op", "ms", "x sum", "x native", "x ort", "GB/s", "mem", ""]
+    rows = [
+        [
+            r["backend"],
+            r["dtype"],
+            r["axes"],
+            _SHORT.get(r["op"], r["op"]),
+            _f(r["ours_ms"], 1),
+            _f(r["vs_sum"]),
+            _f(r["vs_native"]),
+            _f(r["vs_onnxruntime"]),
+            _f(r["gb_per_s"], 1),
+            _mem(r),
+            _mark(r.get("meets")),
+        ]
+        for r in result["large"]
+    ]
+    small_head = ["backend", "op", "us", "sum us", "native us", "overhead us", ""]
+    small_rows = [
+        [
+            r["backend"],
+            _SHORT.get(r["op"], r["op"]),
+            _f(r["ours_us"], 1),
+            _f(r["sum_us"], 1),
+            _f(r["native_us"], 1),
+            _f(r["overhead_us"], 1),
+            _mark(r.get("meets")),
+        ]
+        for r in result["small"]
+    ]
+    return head, rows, small_head, small_rows
+
+
+def _aligned(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *rows, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def _summary(result: dict[str, Any]) -> str:
+    judged = [r for r in result["large"] + result["small"] if r.get("meets") is not None]
+    if not judged:
+        return "no targets judged (quick run or no float32 data)"
+    missed = [r for r in judged if not r["meets"]]
+    return f"targets met in {len(judged) - len(missed)} of {len(judged)} judged cases"
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """Plain-text tables of a run: large inputs, then small inputs."""
+    head, rows, small_head, small_rows = _rows(result)
+    meta = result["meta"]
+    shape = tuple(meta["settings"]["shape"])
+    parts = [
+        f"large inputs {shape}: median ms; ratios to the backend's plain sum, its best native "
+        "expression and onnxruntime; peak extra memory as % of the input",
+        _aligned(head, rows),
+    ]
+    if small_rows:
+        parts += [
+            f"\nsmall input {tuple(meta['settings']['small_shape'])}: median us per call",
+            _aligned(small_head, small_rows),
+        ]
+    parts.append(f"\n{_summary(result)}; {meta['seconds']:.0f} s")
+    return "\n".join(parts)
+
+
+def _md(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    """The tables of a run in Markdown."""
+    head, rows, small_head, small_rows = _rows(result)
+    parts = [_md(head, rows)]
+    if small_rows:
+        parts += ["", _md(small_head, small_rows)]
+    parts += ["", _summary(result) + "."]
+    return "\n".join(parts)
+
+
+def plot_ratios(result: dict[str, Any], path: str | Path) -> Path:
+    """Bar charts of each operator's time over the plain sum: one panel per dtype and axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    large = result["large"]
+    panels = sorted({(r["dtype"], r["axes"]) for r in large}, key=lambda p: (p[0] != "float32",))
+    ops = list(dict.fromkeys(r["op"] for r in large))
+    backends = list(dict.fromkeys(r["backend"] for r in large))
+    fig, axs = plt.subplots(
+        len(panels), 1, figsize=(11, 2.8 * len(panels)), squeeze=False, sharex=True
+    )
+    width = 0.8 / max(1, len(backends))
+    for ax, (dtype, axes) in zip(axs[:, 0], panels, strict=True):
+        for j, backend in enumerate(backends):
+            values = []
+            for op in ops:
+                match = [
+                    r
+                    for r in large
+                    if (r["dtype"], r["axes"], r["backend"], r["op"]) == (dtype, axes, backend, op)
+                ]
+                values.append(match[0]["vs_sum"] if match else 0.0)
+            xs = [i + (j - (len(backends) - 1) / 2) * width for i in range(len(ops))]
+            ax.bar(xs, values, width, label=backend)
+        ax.axhline(1.5, color="grey", linestyle="--", linewidth=0.8)
+        ax.axhline(4.0, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_ylabel("time / plain sum")
+        ax.set_title(f"{dtype}, reduced over {axes} axes", fontsize=10)
+        ax.legend(fontsize=8, ncol=len(backends))
+    axs[-1, 0].set_xticks(range(len(ops)))
+    axs[-1, 0].set_xticklabels([_SHORT.get(op, op) for op in ops])
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

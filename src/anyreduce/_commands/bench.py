@@ -1,0 +1,111 @@
+"""``anyreduce bench``: time the reductions against each backend's own kernels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+NAME = "bench"
+HELP = (
+    "time every reduction on every installed backend against the backend's plain sum, "
+    "its best native expression and onnxruntime"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: small data, few repeats, no targets judged",
+    )
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        metavar="NAME",
+        help="numpy, torch, jax, dask, array_api_strict (default: numpy torch jax)",
+    )
+    parser.add_argument("--ops", nargs="+", metavar="OP", help="e.g. reduce_l2 (default: all)")
+    parser.add_argument(
+        "--axes",
+        nargs="+",
+        choices=("last", "first", "all"),
+        help="axis choices for the large input (default: all three)",
+    )
+    parser.add_argument(
+        "--dtypes",
+        nargs="+",
+        choices=("float32", "float16"),
+        help="dtypes of the large input (default: float32 float16)",
+    )
+    parser.add_argument(
+        "--shape", type=int, nargs="+", metavar="N", help="large input shape (default 4096 8192)"
+    )
+    parser.add_argument("--repeats", type=int, help="timing rounds per group (default 7)")
+    parser.add_argument("--no-memory", action="store_true", help="skip peak-memory measurement")
+    parser.add_argument("--no-onnxruntime", action="store_true", help="skip the onnxruntime anchor")
+    parser.add_argument("--no-small", action="store_true", help="skip the small-input overhead")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="PATH", help="write the tables as Markdown"
+    )
+    parser.add_argument(
+        "--plot", type=Path, metavar="PATH", help="write a plot of the ratios (needs matplotlib)"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit with status 1 when a judged target is missed",
+    )
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from .._bench import Settings
+    from .._lib._ops import OPS
+
+    changes: dict[str, object] = {}
+    if args.backends:
+        changes["backends"] = tuple(args.backends)
+    if args.ops:
+        changes["ops"] = tuple(args.ops)
+    if args.axes:
+        changes["axes"] = tuple(args.axes)
+    if args.dtypes:
+        changes["dtypes"] = tuple(args.dtypes)
+    if args.shape:
+        changes["shape"] = tuple(args.shape)
+    if args.repeats:
+        changes["repeats"] = args.repeats
+    if args.no_memory:
+        changes["memory"] = False
+    if args.no_onnxruntime:
+        changes["onnxruntime"] = False
+    if args.no_small:
+        changes["small_shape"] = ()
+    settings = Settings.quick_settings(**changes) if args.quick else Settings(**changes)  # type: ignore[arg-type]
+    unknown = sorted(set(settings.ops) - set(OPS))
+    if unknown:
+        msg = f"bench: unknown op(s) {unknown}; choose from {list(OPS)}"
+        raise SystemExit(msg)
+    return settings
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._bench import format_table, plot_ratios, run_suite, to_markdown
+
+    settings = _settings(args)
+    result = run_suite(settings, progress=lambda line: print(line, flush=True))
+    print(format_table(result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(to_markdown(result) + "\n")
+    if args.plot:
+        plot_ratios(result, args.plot)
+    judged = [r for r in result["large"] + result["small"] if r.get("meets") is not None]
+    if args.check and any(not r["meets"] for r in judged):
+        return 1
+    return 0

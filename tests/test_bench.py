@@ -1,0 +1,72 @@
+"""``anyreduce bench`` runs end to end on tiny data; speed targets live in the benchmark itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from anyreduce._bench import format_table, to_markdown
+from anyreduce._bench._memory import peak_extra_bytes
+from anyreduce._cli import main
+
+OPS = (
+    "reduce_sum",
+    "reduce_sum_square",
+    "reduce_l1",
+    "reduce_l2",
+    "reduce_mean",
+    "reduce_prod",
+    "reduce_max",
+    "reduce_min",
+    "reduce_log_sum",
+    "reduce_log_sum_exp",
+)
+
+
+def test_bench_quick_writes_table_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "bench.json"
+    md = tmp_path / "bench.md"
+    args = ["bench", "--quick", "--shape", "4", "8", "--axes", "last"]
+    args += ["--backends", "numpy", "torch", "jax", "--no-memory", "--repeats", "2"]
+    status = main([*args, "--json", str(out), "--markdown", str(md)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "no targets judged" in printed
+    result = json.loads(out.read_text())
+    assert set(result) == {"meta", "large", "small"}
+    backends = {r["backend"] for r in result["large"]} - set(result["meta"]["missing_backends"])
+    assert backends  # numpy at least
+    keys = {(r["backend"], r["dtype"], r["axes"], r["op"]) for r in result["large"]}
+    for backend in backends:
+        for op in OPS:
+            assert (backend, "float32", "last", op) in keys
+            assert (backend, "float16", "last", op) in keys
+    for record in result["large"]:
+        assert record["ours_ms"] > 0
+        assert record["vs_sum"] > 0
+        assert record["meets"] is None  # quick runs judge no target
+    numpy_l2 = next(r for r in result["large"] if (r["backend"], r["op"]) == ("numpy", "reduce_l2"))
+    assert numpy_l2["native_ms"] is not None
+    assert {r["op"] for r in result["small"]} == set(OPS)
+    assert "| backend |" in md.read_text()
+    assert "LogSumExp" in format_table(result)
+    assert to_markdown(result).count("\n") > len(result["large"])
+
+
+def test_bench_rejects_unknown_names() -> None:
+    with pytest.raises(SystemExit, match="unknown op"):
+        main(["bench", "--quick", "--ops", "reduce_median"])
+    with pytest.raises(ValueError, match="unknown backend"):
+        main(["bench", "--quick", "--backends", "cupy"])
+
+
+def test_numpy_peak_memory_counts_temporaries_not_output() -> None:
+    x = np.ones((256, 1024), dtype=np.float32)
+    assert peak_extra_bytes("numpy", lambda: np.sum(x, axis=1)) < x.nbytes // 10
+    assert peak_extra_bytes("numpy", lambda: np.sum(x * x, axis=1)) >= x.nbytes
+    assert peak_extra_bytes("jax", lambda: None) is None
