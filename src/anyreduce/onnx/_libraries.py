@@ -34,12 +34,6 @@ def _bfloat16() -> Any:
 # --- numpy
 
 
-def _numpy_namespace() -> Any:
-    import array_api_compat.numpy
-
-    return array_api_compat.numpy
-
-
 def _numpy_in(a: np.ndarray, device: str) -> Array:
     return np.array(a, copy=True)
 
@@ -49,12 +43,6 @@ def _numpy_out(a: Array) -> np.ndarray:
 
 
 # --- torch
-
-
-def _torch_namespace() -> Any:
-    import array_api_compat.torch
-
-    return array_api_compat.torch
 
 
 def _torch_device(device: str) -> str:
@@ -91,12 +79,6 @@ def _torch_has(device: str) -> bool:
 # --- jax
 
 
-def _jax_namespace() -> Any:
-    import jax.numpy
-
-    return jax.numpy
-
-
 def _jax_in(a: np.ndarray, device: str) -> Array:
     import jax
 
@@ -129,12 +111,8 @@ def _jax_context() -> Iterator[None]:
 # --- array-api-strict
 
 
-def _strict_namespace() -> Any:
-    return importlib.import_module("array_api_strict")
-
-
 def _strict_in(a: np.ndarray, device: str) -> Array:
-    return _strict_namespace().asarray(np.array(a, copy=True))
+    return importlib.import_module("array_api_strict").asarray(np.array(a, copy=True))
 
 
 def _strict_out(a: Array) -> np.ndarray:
@@ -142,12 +120,6 @@ def _strict_out(a: Array) -> np.ndarray:
 
 
 # --- dask
-
-
-def _dask_namespace() -> Any:
-    import array_api_compat.dask.array
-
-    return array_api_compat.dask.array
 
 
 def _dask_in(a: np.ndarray, device: str) -> Array:
@@ -183,8 +155,6 @@ class Library:
         The module that must be importable.
     extra : str
         The anyreduce extra that installs it.
-    namespace : callable
-        Returns the library's array-API namespace.
     from_numpy : callable
         ``(array, device) -> native array`` on ``device`` (``"CPU"`` or ``"CUDA"``).
     to_numpy : callable
@@ -198,7 +168,6 @@ class Library:
     name: str
     module: str
     extra: str
-    namespace: Callable[[], Any]
     from_numpy: Callable[[np.ndarray, str], Array]
     to_numpy: Callable[[Array], np.ndarray]
     supports: Callable[[str], bool] = _cpu_only
@@ -208,13 +177,12 @@ class Library:
 LIBRARIES: dict[str, Library] = {
     lib.name: lib
     for lib in (
-        Library("numpy", "numpy", "", _numpy_namespace, _numpy_in, _numpy_out),
-        Library("torch", "torch", "torch", _torch_namespace, _torch_in, _torch_out, _torch_has),
+        Library("numpy", "numpy", "", _numpy_in, _numpy_out),
+        Library("torch", "torch", "torch", _torch_in, _torch_out, _torch_has),
         Library(
             "jax",
             "jax",
             "jax",
-            _jax_namespace,
             _jax_in,
             _jax_out,
             lambda device: bool(_jax_devices(device)),
@@ -224,11 +192,10 @@ LIBRARIES: dict[str, Library] = {
             "array_api_strict",
             "array_api_strict",
             "strict",
-            _strict_namespace,
             _strict_in,
             _strict_out,
         ),
-        Library("dask", "dask", "dask", _dask_namespace, _dask_in, _dask_out),
+        Library("dask", "dask", "dask", _dask_in, _dask_out),
     )
 }
 

@@ -264,12 +264,8 @@ def _model_opset(model: Model) -> int:
     return _check_opset(versions[0])
 
 
-def _run_graph(graph: Any, feeds: Mapping[str, Array], opset: int, xp: Namespace) -> list[Array]:
-    onnx = _onnx()
-    values: dict[str, Array] = dict(feeds)
-    device = array_api_compat.device(next(iter(feeds.values()))) if feeds else None
-    for tensor in graph.initializer:
-        values[tensor.name] = xp.asarray(onnx.numpy_helper.to_array(tensor), device=device)
+def _run_graph(graph: Any, values: dict[str, Array], opset: int) -> list[Array]:
+    """Run ``graph``'s nodes in order; ``values`` holds its inputs and initializers."""
     for node in graph.node:
         inputs = [values[name] if name else None for name in node.input]
         values.update(zip(node.output, run_node(node, inputs, opset=opset), strict=False))
@@ -284,8 +280,9 @@ class _Prepared:
         self.opset = _model_opset(model)
         self.library = lib
         self.device = device
-        initialized = {t.name for t in self.graph.initializer}
-        self.input_names = [i.name for i in self.graph.input if i.name not in initialized]
+        to_array = _onnx().numpy_helper.to_array
+        self.initializers = {t.name: to_array(t) for t in self.graph.initializer}
+        self.input_names = [i.name for i in self.graph.input if i.name not in self.initializers]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Run on NumPy inputs (a list in graph order, or a dict by name); NumPy out."""
@@ -296,8 +293,11 @@ class _Prepared:
         )
         lib = self.library
         with lib.context():
-            feeds = {name: lib.from_numpy(value, self.device) for name, value in named.items()}
-            outputs = _run_graph(self.graph, feeds, self.opset, lib.namespace())
+            values = {
+                name: lib.from_numpy(value, self.device)
+                for name, value in {**self.initializers, **named}.items()
+            }
+            outputs = _run_graph(self.graph, values, self.opset)
             return tuple(lib.to_numpy(y) for y in outputs)
 
 
