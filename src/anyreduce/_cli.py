@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from . import __version__
 
 # Sub-command modules under anyreduce._commands, imported only when their command runs.
-COMMANDS = ("demo", "bench")
+COMMANDS = ("demo", "bench", "conformance", "parity")
 
 
 def build_parser() -> argparse.ArgumentParser:

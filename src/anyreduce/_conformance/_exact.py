@@ -1,0 +1,324 @@
+"""The exact oracle of the conformance suite and the rule for "agrees with it".
+
+The oracle works on NumPy data element by element with Python integers, ``math.fsum`` and
+``math.hypot``, follows the contract (spec.md §1-4) literally and shares no code with the
+kernels it checks. It returns the exact result (float64, or Python ints/bools) together with
+an error scale per element: the magnitude a correctly implemented accumulation in the
+dtype's precision may be off by, relative to the dtype's epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Comparison", "compare", "exact", "np_dtype", "spacing"]
+
+# The ONNX names of the ten reductions plus the two OpenVINO logical ones.
+FLOAT_KINDS = "f"
+
+
+def np_dtype(name: str) -> Any:
+    """The NumPy dtype called ``name`` (bfloat16 from ml_dtypes)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def dtype_name(dtype: Any) -> str:
+    return str(np.dtype(dtype).name) if str(dtype) != "bfloat16" else "bfloat16"
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
+def _int_limits(dtype: np.dtype) -> tuple[int, int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max), int(info.bits)
+
+
+def _wrap(value: int, dtype: np.dtype) -> int:
+    low, _, nbits = _int_limits(dtype)
+    return (value - low) % (1 << nbits) + low
+
+
+def _saturate(value: float, dtype: np.dtype) -> int:
+    low, high, _ = _int_limits(dtype)
+    if math.isnan(value) or value == -math.inf:
+        return low
+    if value == math.inf:
+        return high
+    return min(max(math.trunc(value), low), high)
+
+
+def _fsum(values: Sequence[float]) -> float:
+    if any(math.isnan(v) for v in values) or (math.inf in values and -math.inf in values):
+        return math.nan
+    try:
+        return math.fsum(values)
+    except OverflowError:  # the exact sum is finite but beyond float64
+        return math.copysign(math.inf, sum(values))
+
+
+def _log(value: float) -> float:
+    if math.isnan(value) or value < 0:
+        return math.nan
+    return -math.inf if value == 0 else math.log(value)
+
+
+def _lse(row: list[float]) -> float:
+    if any(math.isnan(v) for v in row):
+        return math.nan
+    if not row:
+        return -math.inf
+    top = max(row)
+    if math.isinf(top):
+        return top
+    return top + math.log(math.fsum(math.exp(v - top) for v in row))
+
+
+def _float_row(op: str, row: list[float]) -> tuple[float, float]:
+    """The exact value of ``op`` over ``row`` and the scale of its rounding error."""
+    n = len(row)
+    if any(math.isnan(v) for v in row):
+        return math.nan, 0.0
+    absolute = _fsum([abs(v) for v in row])
+    if op == "ReduceSum":
+        return _fsum(row), absolute
+    if op == "ReduceSumSquare":
+        value = _fsum([v * v for v in row])
+        return value, value
+    if op == "ReduceL1":
+        return absolute, absolute
+    if op == "ReduceL2":
+        value = math.hypot(*row)
+        return value, value
+    if op == "ReduceMean":
+        return (_fsum(row) / n, absolute / n) if n else (math.nan, 0.0)
+    if op == "ReduceProd":
+        value = math.prod(row)
+        return value, abs(value)
+    if op in ("ReduceMax", "ReduceLogicalOr"):
+        return max(row, default=-math.inf), 0.0
+    if op in ("ReduceMin", "ReduceLogicalAnd"):
+        return min(row, default=math.inf), 0.0
+    if op == "ReduceLogSum":
+        total = _fsum(row)
+        value = _log(total)
+        # d log(s) = ds / s: the sum's error, relative to the sum, is the log's absolute error
+        scale = absolute / abs(total) if total else math.inf
+        return value, scale + abs(value)
+    value = _lse(row)
+    top = max(row, default=0.0)
+    return value, abs(top) + math.log(max(n, 1)) + 1 + (abs(value) if math.isfinite(value) else 0)
+
+
+def _int_row(op: str, row: list[int], dtype: np.dtype) -> int:
+    low, high, _ = _int_limits(dtype)
+    if op == "ReduceSum":
+        return _wrap(sum(row), dtype)
+    if op == "ReduceSumSquare":
+        return _wrap(sum(v * v for v in row), dtype)
+    if op == "ReduceL1":
+        return _wrap(sum(abs(v) for v in row), dtype)
+    if op == "ReduceL2":
+        return _saturate(math.sqrt(float(sum(v * v for v in row))), dtype)
+    if op == "ReduceMean":
+        if not row:
+            return 0
+        total = sum(row)
+        return abs(total) // len(row) * (1 if total >= 0 else -1)
+    if op == "ReduceProd":
+        return _wrap(math.prod(row), dtype)
+    if op == "ReduceMax":
+        return max(row, default=low)
+    if op == "ReduceMin":
+        return min(row, default=high)
+    if op == "ReduceLogSum":
+        return _saturate(_log(float(sum(row))), dtype)
+    return _saturate(_lse([float(v) for v in row]), dtype)
+
+
+def _bool_row(op: str, row: list[bool]) -> bool:
+    if op in ("ReduceMax", "ReduceLogicalOr"):
+        return any(row)
+    if op in ("ReduceMin", "ReduceLogicalAnd"):
+        return all(row)
+    msg = f"{op} takes no bool input"
+    raise TypeError(msg)
+
+
+@dataclass(frozen=True)
+class Exact:
+    """The exact result of one reduction: values, error scales, reduced count, dtype."""
+
+    values: np.ndarray  # float64 for float data, object (Python ints/bools) otherwise
+    scales: np.ndarray  # float64, per element; zero for integers and bool
+    count: int  # number of elements reduced into each output element
+    dtype: np.dtype  # the output dtype (= the input's)
+
+    def rounded(self) -> np.ndarray:
+        """The exact values in the output dtype (the value an ideal implementation returns)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(self.values.astype(self.dtype))
+
+
+def exact(op: str, data: np.ndarray, axes: Sequence[int], keepdims: bool) -> Exact:
+    """Reduce ``data`` over normalised ``axes`` (sorted, non-negative; empty: reduce nothing)."""
+    ndim = data.ndim
+    reduced = tuple(sorted(axes))
+    kept = [i for i in range(ndim) if i not in reduced]
+    outer = tuple(data.shape[i] for i in kept)
+    count = math.prod(data.shape[i] for i in reduced)
+    rows = np.transpose(data, kept + list(reduced)).reshape((*outer, count))
+    dtype = data.dtype
+    floating = _is_float(dtype)
+    values = np.empty(outer, dtype=np.float64 if floating else object)
+    scales = np.zeros(outer, dtype=np.float64)
+    for index in np.ndindex(*outer):
+        row = rows[index]
+        if dtype.kind == "b":
+            values[index] = _bool_row(op, [bool(v) for v in row])
+        elif not floating:
+            values[index] = _int_row(op, [int(v) for v in row], dtype)
+        else:
+            values[index], scales[index] = _float_row(op, [float(v) for v in row])
+    if keepdims:
+        shape = tuple(1 if i in reduced else n for i, n in enumerate(data.shape))
+        values, scales = values.reshape(shape), scales.reshape(shape)
+    return Exact(values, scales, count, dtype)
+
+
+def spacing(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The distance from each (finite) value to the next representable one of ``dtype``."""
+    finfo = _finfo(dtype)
+    magnitude = np.abs(value.astype(np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exponent = np.floor(np.log2(np.where(magnitude > 0, magnitude, 1.0)))
+    exponent = np.maximum(exponent, math.log2(finfo.smallest_normal))
+    return np.asarray(np.exp2(exponent - finfo.nmant))
+
+
+@dataclass(frozen=True)
+class _Finfo:
+    eps: float
+    nmant: int
+    smallest_normal: float
+    smallest_subnormal: float
+    max: float
+
+
+def _finfo(dtype: np.dtype) -> _Finfo:
+    if dtype.name == "bfloat16":
+        return _Finfo(2.0**-7, 7, 2.0**-126, 2.0**-133, float.fromhex("0x1.fep127"))
+    info = np.finfo(dtype)
+    return _Finfo(
+        float(info.eps),
+        int(info.nmant),
+        float(info.smallest_normal),
+        float(info.smallest_subnormal),
+        float(info.max),
+    )
+
+
+def tolerance(dtype: np.dtype, count: int) -> float:
+    """Relative tolerance, against the error scale, for ``count`` values of ``dtype``.
+
+    The worst-case bound of a summation in any order, ``(n + 1) eps`` (Higham, Accuracy and
+    Stability of Numerical Algorithms, §4.2), at least ``4 eps``, with the epsilon of the
+    type the contract accumulates in: float32 for float16 and bfloat16 (which then round
+    once, the half ulp :func:`compare` adds). Zero for integers and bool: exact.
+    """
+    if not _is_float(dtype):
+        return 0.0
+    accumulate = np.dtype(np.float32) if _finfo(dtype).nmant < 23 else dtype
+    return _finfo(accumulate).eps * max(count + 1, 4)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a result compares with the exact one."""
+
+    agrees: bool
+    why: str  # empty when it agrees
+    max_ulps: float  # largest error in units in the last place of the dtype
+    max_relative: float  # largest error relative to the exact value
+
+
+_THROUGH_FLOAT = ("ReduceL2", "ReduceLogSum", "ReduceLogSumExp")
+
+
+def compare(op: str, got: Any, want: Exact) -> Comparison:
+    """Compare ``got`` (a NumPy array) with the exact result: dtype, shape, then values."""
+    got = np.asarray(got)
+    if got.dtype != want.dtype:
+        return Comparison(False, f"dtype {got.dtype}, expected {want.dtype}", math.inf, math.inf)
+    if got.shape != want.values.shape:
+        shape = want.values.shape
+        return Comparison(False, f"shape {got.shape}, expected {shape}", math.inf, math.inf)
+    if not _is_float(want.dtype):
+        expected = [int(v) for v in want.values.ravel()]
+        actual = [int(v) for v in got.ravel()]
+        # L2, LogSum and LogSumExp of integers go through a float64 step and truncate: a
+        # last-bit difference in that step may move the result by one, or by float64's
+        # spacing beyond 2**53.
+        errors = [abs(a - e) for a, e in zip(actual, expected, strict=True)]
+        worst = max(errors, default=0)
+        bad = any(
+            err > (max(1, math.ceil(abs(e) * 2.0**-50)) if op in _THROUGH_FLOAT else 0)
+            for err, e in zip(errors, expected, strict=True)
+        )
+        relative = max(
+            (
+                err / abs(e) if e else float(err > 0)
+                for err, e in zip(errors, expected, strict=True)
+            ),
+            default=0.0,
+        )
+        why = f"values differ by up to {worst}" if bad else ""
+        return Comparison(not bad, why, float(worst), float(relative))
+    return _compare_float(got.astype(np.float64), want)
+
+
+def _compare_float(got: np.ndarray, want: Exact) -> Comparison:
+    exact_values = want.values.astype(np.float64)
+    rounded = want.rounded().astype(np.float64)
+    ulp = spacing(rounded, want.dtype)
+    finfo = _finfo(want.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(got - exact_values)
+        both_nan = np.isnan(got) & np.isnan(exact_values)
+        same_inf = np.isinf(rounded) & (got == rounded)
+        allowed = (
+            tolerance(want.dtype, want.count) * want.scales
+            + 0.5 * ulp
+            # Subnormal results may be flushed to zero (XLA on CPU, most GPUs): the array
+            # API standard does not require gradual underflow.
+            + finfo.smallest_normal
+        )
+        ok = both_nan | same_inf | (np.isfinite(rounded) & np.isfinite(got) & (error <= allowed))
+        finite = np.isfinite(error) & np.isfinite(rounded)
+        ulps = np.where(finite, error / ulp, np.where(both_nan | same_inf, 0.0, math.inf))
+        denominator = np.abs(exact_values)
+        relative = np.where(
+            finite,
+            np.where(denominator > 0, error / np.where(denominator > 0, denominator, 1), error),
+            np.where(both_nan | same_inf, 0.0, math.inf),
+        )
+    max_ulps = float(np.max(ulps, initial=0.0))
+    max_relative = float(np.max(relative, initial=0.0))
+    if bool(np.all(ok)):
+        return Comparison(True, "", max_ulps, max_relative)
+    bad = int(np.argmin(ok.ravel()))
+    why = (
+        f"{int(np.size(ok) - np.count_nonzero(ok))} of {np.size(ok)} values differ; "
+        f"first at flat index {bad}: {got.ravel()[bad]!r}, expected {exact_values.ravel()[bad]!r}"
+    )
+    return Comparison(False, why, max_ulps, max_relative)

@@ -1,0 +1,120 @@
+"""``anyreduce conformance`` and ``anyreduce parity``, and their Python functions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anyreduce._cli import main
+from anyreduce._conformance import _runtimes, _targets
+from anyreduce.testing import parity
+
+pytest.importorskip("onnx")
+
+
+def test_conformance_writes_matrix_json_and_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report, page = tmp_path / "report.json", tmp_path / "report.html"
+    argv = ["conformance", "--backend", "numpy", "--suite", "seed", "--suite", "differential"]
+    argv += ["--examples", "5", "--no-progress", "--json", str(report), "--html", str(page)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ReduceL1" in out
+    assert "numpy" in out
+    assert "0 failed" in out
+    data = json.loads(report.read_text())
+    assert data["summary"]["failed"] == 0
+    assert data["summary"]["passed"] > 0
+    assert data["columns"] == ["numpy"]
+    assert set(data["matrix"]) >= {"ReduceSum", "ReduceL1", "ReduceLogSumExp"}
+    assert data["matrix"]["ReduceL1"]["numpy"]["passed"] > 0
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<table class='matrix'>" in html
+    assert "<script" not in html
+    assert "http" not in html.split("<h2>Versions</h2>")[0]  # self-contained
+
+
+def test_conformance_fails_and_shows_failing_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from anyreduce._conformance import _exact, _execute
+
+    def disagree(op: str, got: Any, want: Any) -> _exact.Comparison:
+        return _exact.Comparison(False, "values differ (injected)", 1.0, 1.0)
+
+    monkeypatch.setattr(_execute, "compare", disagree)
+    page = tmp_path / "report.html"
+    argv = ["conformance", "--backend", "numpy", "--suite", "openvino-seed", "--no-progress"]
+    assert main([*argv, "--html", str(page)]) == 1
+    assert "FAIL" in capsys.readouterr().out
+    html = page.read_text()
+    assert "<details class='failed'>" in html
+    assert "<h4>expected</h4>" in html
+    assert "<h4>actual</h4>" in html
+
+
+def test_conformance_with_only_numpy_says_what_it_could_not_test(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(_targets, "_installed", lambda module: module == "numpy")
+    monkeypatch.setattr(_runtimes.Runtime, "available", lambda self: False)
+    argv = ["conformance", "--suite", "seed", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "not tested" in out
+    for name in ("torch", "jax", "dask", "array_api_strict", "onnxruntime", "openvino"):
+        assert f"{name}: " in out
+
+
+def test_python_m_anyreduce_conformance_help() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "anyreduce", "conformance", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--examples" in done.stdout
+    assert "--html" in done.stdout
+
+
+def test_parity_command(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["parity", "reduce_l2", "--shape", "16,200", "--dtype", "float16", "--axes", "1"]
+    assert main([*argv, "--backend", "numpy", "--backend", "onnxruntime"]) == 0
+    out = capsys.readouterr().out
+    assert "max ulps" in out
+    assert "numpy" in out
+    assert "onnxruntime" in out
+
+
+def test_parity_command_rejects_unknown_op(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parity", "reduce_median", "--shape", "4"]) == 2
+    assert "unknown reduction" in capsys.readouterr().err
+
+
+def test_parity_function_measures_each_backend() -> None:
+    report = parity("reduce_l2", (64, 1000), "float16", axes=1, backends=["numpy", "torch"])
+    assert report.tolerance < 2**-12
+    assert report.ok
+    assert [row.name for row in report.rows] == ["numpy", "torch"]
+    for row in report.rows:
+        assert row.agrees
+        assert row.max_ulps <= 0.5 + 1e-9  # float32 accumulation, one rounding
+        assert row.max_relative < 2**-10
+    assert "reduce_l2 of float16[64, 1000]" in str(report)
+
+
+def test_parity_measures_a_runtime_with_a_larger_error() -> None:
+    pytest.importorskip("onnx.reference")
+    # The reference evaluator sums float16 squares in float16: over 1000 values of size ~1
+    # that costs more than the half ulp of the contract's one final rounding (still within
+    # the worst-case bound of a float32 accumulation, so it agrees).
+    report = parity("ReduceL2", (64, 1000), "float16", axes=1, backends=["onnx.reference"])
+    (row,) = report.rows
+    assert row.max_ulps > 0.5
