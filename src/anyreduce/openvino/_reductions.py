@@ -77,12 +77,16 @@ def _reduce(name: str, data: Array, axes: AxesLike, keep_dims: object) -> Array:
     operator = OPERATORS[name]
     label = operator.label
     xp = _backends.namespace(label, data)
+    dtype = _dtypes.dtype_name(xp, data.dtype)
     if operator.logical:
-        if not _dtypes.is_bool(xp, data.dtype):
-            msg = f"{label}: input dtype {data.dtype} is not supported; {label} takes bool"
-            raise TypeError(msg)
+        admitted, allowed = dtype == "bool", "bool"
     else:
-        _dtypes.check_dtype(label, xp, data.dtype, accepts_bool=False)
+        admitted, allowed = dtype not in (None, "bool"), "integer and real floating dtypes"
+    if not admitted:
+        msg = (
+            f"{label}: input dtype {dtype or data.dtype} is not supported; {label} takes {allowed}"
+        )
+        raise TypeError(msg)
     keep = check_flag(label, "keep_dims", keep_dims)
     if axes is None:
         msg = f"{label}: axes is a required input (a scalar or 1-D integer array); got None"
