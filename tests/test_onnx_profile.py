@@ -430,6 +430,13 @@ def test_run_node_abs_of_integers_wraps(xp: Any) -> None:
     assert_result(result, xp, "int8", (3,), [-128, 3, 7], like=data)
 
 
+@pytest.mark.parametrize("op", ["Sqrt", "Exp", "Log"])
+def test_run_node_float_only_elementwise_operators(xp: Any, op: str) -> None:
+    data = make(xp, [1, 2], "int32")
+    with pytest.raises(TypeError, match=rf"^{op} \(opset 28\): input dtype int32 is not"):
+        anyreduce.onnx.run_node(node(op, ["x"]), [data])
+
+
 # --- onnx is optional
 
 

@@ -120,11 +120,17 @@ def _abs(x: Array, xp: Namespace) -> Array:
     return run(OPS["reduce_l1"], x, (), True, xp=xp)
 
 
-def _unary(function: Callable[[Namespace, Array], Array]) -> Callable[..., Array]:
+def _unary(
+    function: Callable[[Namespace, Array], Array], *, floats_only: bool = True
+) -> Callable[..., Array]:
     def evaluate(label: str, inputs: Sequence[Array | None], attributes: Mapping[str, Any]) -> Any:
         _unexpected(label, attributes, ())
         (x,) = _arity(label, inputs, 1)
         xp = array_api_compat.array_namespace(x)
+        if floats_only and not _dtypes.is_float(xp, x.dtype):
+            shown = _dtypes.dtype_name(xp, x.dtype) or x.dtype
+            msg = f"{label}: input dtype {shown} is not supported; it takes floating dtypes"
+            raise TypeError(msg)
         with _backends.computing(xp):
             return function(xp, x)
 
@@ -167,7 +173,7 @@ def _cast_like(label: str, inputs: Sequence[Array | None], attributes: Mapping[s
 
 
 _ELEMENTWISE: dict[str, Callable[..., Array]] = {
-    "Abs": _unary(lambda xp, x: _abs(x, xp)),
+    "Abs": _unary(lambda xp, x: _abs(x, xp), floats_only=False),
     "Sqrt": _unary(lambda xp, x: xp.sqrt(x)),
     "Exp": _unary(lambda xp, x: xp.exp(x)),
     "Log": _unary(lambda xp, x: xp.log(x)),
