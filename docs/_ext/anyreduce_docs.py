@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import inspect
+import json
 import os
 import sys
 import types
@@ -286,6 +287,85 @@ class FrameworkDivergences(SphinxDirective):
         return [table(headers, rows)]
 
 
+class RuntimeDivergences(SphinxDirective):
+    """The runtime rows: ``DIVERGENCES`` of the conformance suite, each linked to its test.
+
+    The conformance suite uses the same records to judge a runtime's disagreement as a
+    documented divergence rather than a failure, and its test runs each record's example
+    on the runtime and on anyreduce.
+    """
+
+    DATA = "src/anyreduce/_conformance/_divergences.py"
+    TESTS = "conformance/test_divergences.py"
+    RUNTIMES = {  # noqa: RUF012 - a constant
+        "onnx.reference": "ONNX reference",
+        "onnxruntime": "onnxruntime",
+        "openvino": "OpenVINO",
+    }
+
+    def run(self) -> list[nodes.Node]:
+        from anyreduce._conformance import _divergences
+
+        self.env.note_dependency(str(ROOT / self.DATA))
+        tests = ROOT / self.TESTS
+        test = "test_runtime_diverges_as_documented"
+        test_line = _line_of(self.TESTS, f"def {test}(") if tests.is_file() else None
+        rows: list[list[Cell]] = []
+        for d in _divergences.DIVERGENCES:
+            if test_line is not None:
+                link = source_link(self.TESTS, test_line, f"{test}[{d.id}]")
+            else:
+                link = source_link(self.DATA, _line_of(self.DATA, f'"{d.id}"'), d.id)
+            rows.append(
+                [self.RUNTIMES.get(d.runtime, d.runtime), d.case, d.theirs, d.ours, d.why, link]
+            )
+        headers = ["runtime", "cases", "theirs", "anyreduce", "why", "test"]
+        return [table(headers, rows)]
+
+
+class ConformanceMatrix(SphinxDirective):
+    """The matrix, summary and versions of the committed conformance report (JSON)."""
+
+    REPORT = "docs/_data/conformance.json"
+
+    def run(self) -> list[nodes.Node]:
+        path = ROOT / self.REPORT
+        self.env.note_dependency(str(path))
+        report = json.loads(path.read_text(encoding="utf-8"))
+        columns = report["columns"]
+        rows: list[list[Cell]] = []
+        for op, cells in report["matrix"].items():
+            row: list[Cell] = [op]
+            for column in columns:
+                counts = cells.get(column)
+                row.append(_verdicts(counts) if counts else "-")
+            rows.append(row)
+        summary = report["summary"]
+        text = (
+            f"{summary['passed']} passed, {summary['failed']} failed, "
+            f"{summary['divergent']} divergent (documented), in {report['seconds']:.0f} s."
+        )
+        out: list[nodes.Node] = [table(["op", *columns], rows), nodes.paragraph("", text)]
+        if report.get("not_tested"):
+            items = nodes.bullet_list()
+            for name, why in report["not_tested"].items():
+                items += nodes.list_item("", nodes.paragraph("", f"not tested: {name}: {why}"))
+            out.append(items)
+        versions = [[name, literal(v)] for name, v in report["versions"].items()]
+        out.append(nodes.paragraph("", "Versions the report was made with:"))
+        out.append(table(["package", "version"], versions))
+        return out
+
+
+def _verdicts(counts: dict[str, int]) -> str:
+    parts = [f"{counts['passed']} ok"]
+    if counts.get("failed"):
+        parts.append(f"{counts['failed']} FAILED")
+    if counts.get("divergent"):
+        parts.append(f"{counts['divergent']} div")
+    return ", ".join(parts)
+
+
 def _code_then_text(code: str, text: str) -> nodes.paragraph:
     para = nodes.paragraph()
     para += literal(code)
@@ -299,4 +379,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("anyreduce-ops", OpsTable)
     app.add_directive("anyreduce-onnx-versions", OnnxVersions)
     app.add_directive("anyreduce-framework-divergences", FrameworkDivergences)
+    app.add_directive("anyreduce-runtime-divergences", RuntimeDivergences)
+    app.add_directive("anyreduce-conformance-matrix", ConformanceMatrix)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
