@@ -18,7 +18,7 @@ DESCRIPTION = (
     "from the contract is reported as 'div', not as a failure."
 )
 
-SUITES = ("onnx-node", "seed", "openvino-seed", "differential")
+SUITES = ("onnx-node", "seed", "openvino-seed", "differential", "divergences")
 COLUMNS = (
     "numpy", "torch", "torch:cuda", "jax", "jax:cuda", "array_api_strict", "dask",
     "onnx.reference", "onnxruntime", "openvino",
@@ -102,7 +102,16 @@ def _print_report(report: Any) -> None:
             print(f"  ... and {len(failures) - 30} more (see --json or --html)")
 
 
+def _quiet_fork_warning() -> None:
+    import warnings
+
+    # ``import openvino`` sends telemetry from a forked process; with JAX loaded, the fork
+    # warns. It concerns OpenVINO's telemetry, not the results.
+    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+
+
 def run(args: argparse.Namespace) -> int:
+    _quiet_fork_warning()
     import importlib.util
 
     from anyreduce._conformance._engine import Settings

@@ -53,7 +53,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _quiet_fork_warning() -> None:
+    import warnings
+
+    # ``import openvino`` sends telemetry from a forked process; with JAX loaded, the fork
+    # warns. It concerns OpenVINO's telemetry, not the results.
+    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+
+
 def run(args: argparse.Namespace) -> int:
+    _quiet_fork_warning()
     import sys
 
     from anyreduce.testing import parity

@@ -1,0 +1,1 @@
+"""The engine of ``anyreduce conformance`` and ``anyreduce parity`` (see anyreduce.testing)."""

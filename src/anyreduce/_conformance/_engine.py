@@ -28,7 +28,7 @@ from ._targets import Target, discover
 
 __all__ = ["SUITES", "Report", "Settings", "generate_cases", "run"]
 
-SUITES = ("onnx-node", "seed", "openvino-seed", "differential")
+SUITES = ("onnx-node", "seed", "openvino-seed", "differential", "divergences")
 PACKAGES = (
     "anyreduce", "numpy", "torch", "jax", "array-api-strict", "dask", "onnx", "onnxruntime",
     "openvino", "hypothesis",
@@ -190,9 +190,36 @@ def _spec_jobs(
         plan.add(len(cases), f"{label} on {runtime.name}", on_runtime)
 
 
+def check_divergence(divergence: Any, runtime: Runtime) -> Result:
+    """Run a documented divergence's example: it must still diverge, and as documented."""
+    case = divergence.example().with_name("divergences", divergence.id)
+    result = run_on_runtime(case, runtime)
+    if result is None:
+        msg = f"{runtime.name} cannot run the example of {divergence.id}"
+        raise RuntimeError(msg)
+    if result.status != DIVERGENT or result.divergence != divergence.id:
+        result.detail = (
+            f"the example of {divergence.id} no longer shows it "
+            f"({result.status}: {result.detail or 'agrees with the contract'})"
+        )
+        result.status = FAILED
+    return result
+
+
 def _chunks(cases: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(cases), size):
         yield cases[start : start + size]
+
+
+def _node_jobs(plan: _Plan, targets: list[Target]) -> None:
+    node_cases = load_node_cases()
+    for target in targets:
+        for chunk in _chunks(node_cases, 33):
+
+            def nodes(target: Target = target, chunk: list[Any] = chunk) -> list[Result]:
+                return [run_node_case(c, target) for c in chunk]
+
+            plan.add(len(chunk), f"ONNX node tests on {target.name}", nodes)
 
 
 def run(settings: Settings, progress: Progress | None = None) -> Report:
@@ -207,18 +234,10 @@ def run(settings: Settings, progress: Progress | None = None) -> Report:
         {**absent_targets, **absent_runtimes},
         versions=_versions(),
     )
-    have_onnx = importlib.util.find_spec("onnx") is not None
     plan = _Plan()
     if "onnx-node" in settings.suites:
-        if have_onnx:
-            node_cases = load_node_cases()
-            for target in targets:
-                for chunk in _chunks(node_cases, 33):
-
-                    def nodes(target: Target = target, chunk: list[Any] = chunk) -> list[Result]:
-                        return [run_node_case(c, target) for c in chunk]
-
-                    plan.add(len(chunk), f"ONNX node tests on {target.name}", nodes)
+        if importlib.util.find_spec("onnx") is not None:
+            _node_jobs(plan, targets)
         else:
             report.not_tested["onnx-node"] = "the ONNX backend node tests need onnx"
     onnx_runtimes = [r for r in runtimes if r.profile == "onnx"]
@@ -233,6 +252,16 @@ def run(settings: Settings, progress: Progress | None = None) -> Report:
         _spec_jobs(plan, "generated ONNX cases", onnx_cases, targets, onnx_runtimes)
         openvino_cases = generate_cases("openvino", settings.examples, settings.seed)
         _spec_jobs(plan, "generated OpenVINO cases", openvino_cases, targets, openvino_runtimes)
+    if "divergences" in settings.suites:
+        for runtime in runtimes:
+            documented = [d for d in DIVERGENCES if d.runtime == runtime.name]
+
+            def examples(
+                runtime: Runtime = runtime, chosen: list[Any] = documented
+            ) -> list[Result]:
+                return [check_divergence(d, runtime) for d in chosen]
+
+            plan.add(len(documented), f"divergence examples on {runtime.name}", examples)
     done = 0
     for size, label, job in plan.steps:
         if progress is not None:
