@@ -118,3 +118,25 @@ def test_parity_measures_a_runtime_with_a_larger_error() -> None:
     report = parity("ReduceL2", (64, 1000), "float16", axes=1, backends=["onnx.reference"])
     (row,) = report.rows
     assert row.max_ulps > 0.5
+
+
+def test_conformance_without_onnx_or_hypothesis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The profiles' functions stand in for run_node, NumPy's generator for hypothesis."""
+    import importlib.util
+
+    from anyreduce._conformance import _engine, _execute
+
+    find_spec = importlib.util.find_spec
+
+    def absent(name: str, *args: Any) -> Any:
+        return None if name in ("onnx", "hypothesis") else find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", absent)
+    monkeypatch.setattr(_execute, "_have_onnx", lambda: False)
+    settings = _engine.Settings(columns=("numpy",), examples=30)
+    report = _engine.run(settings)
+    assert report.ok
+    assert report.not_tested == {"onnx-node": "the ONNX backend node tests need onnx"}
+    suites = {r.suite for r in report.results}
+    assert suites == {"seed", "openvino-seed", "differential"}
+    assert 40 < sum(r.suite == "differential" for r in report.results) <= 60  # no bfloat16
