@@ -201,7 +201,10 @@ def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array
     if 0 in x.shape:
         # Either the reduced set is empty (the identity) or the result has no elements.
         shape = reduced_shape(tuple(x.shape), axes, keepdims)
-        return xp.full(shape, op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
+        # Broadcast, not xp.full: Dask's automatic chunking of a shape with zero-length
+        # axes divides by zero (dask 2026.8, full((0, 0, 1000), 1.0)).
+        value = xp.asarray(op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
+        return xp.asarray(xp.broadcast_to(value, shape), copy=True)
     with _backends.computing(xp):
         carried = _backends.lift(xp, x)
         result = op.kernel(carried, axes, keepdims, xp=xp, dtype=dtype)

@@ -1,0 +1,73 @@
+"""Sums of an element-wise function of the data, evaluated block by block.
+
+``sum(f(x))`` written plainly makes a temporary as large as ``x``: on eager backends that
+is a second pass over memory and, for 128 MB of data, 128 MB more held at once. Here the
+data are split into blocks of leading rows (views), ``f`` runs on one block at a time and
+the block sums are added, so temporaries stay cache-sized. How large a block may be is
+the backend layer's call (``_fastpath.block_elements``); backends that fuse the
+element-wise step into the reduction get the plain expression.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from . import _fastpath
+from ._axes import reduced_shape
+from ._kernels import rsum
+
+__all__ = ["map_sum"]
+
+Namespace = Any
+Array = Any
+Axes = tuple[int, ...]
+#: Takes an array broadcastable against the data (keepdims shape) to its part for a block.
+Part = Callable[[Array], Array]
+_FAN_IN = 16
+
+
+def _whole(companion: Array) -> Array:
+    return companion
+
+
+def _rows(start: int, stop: int) -> Part:
+    def part(companion: Array) -> Array:
+        return companion if companion.shape[0] == 1 else companion[start:stop, ...]
+
+    return part
+
+
+def map_sum(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    dtype: Any,
+    f: Callable[[Array, Part], Array],
+) -> Array:
+    """``rsum(f(x, part))`` over ``axes``, accumulated in ``dtype``, with cache-sized temporaries.
+
+    ``f`` is element-wise; ``part`` gives it the rows of a keepdims-shaped companion array
+    (a per-slice shift, say) that match the block it is given. Blocks follow axis 0: when
+    it is reduced, the block sums are summed again by :func:`rsum` (its accuracy holds);
+    when it is kept, they are joined. An axis-0 row larger than a block is not split.
+    """
+    block = _fastpath.block_elements(xp)
+    rows = x.shape[0] if x.ndim else 1
+    per_block = max(1, block // max(1, math.prod(x.shape[1:]))) if block else rows
+    if not axes or per_block >= rows:
+        return rsum(xp, f(x, _whole), axes, keepdims, dtype)
+    parts: list[Array] = []
+    for start in range(0, rows, per_block):
+        block = x[start : start + per_block, ...]
+        parts.append(rsum(xp, f(block, _rows(start, start + per_block)), axes, True, dtype))
+        if 0 in axes and len(parts) == _FAN_IN:
+            # Fold the block sums sixteen at a time: a tree, as accurate as rsum's own
+            # blocks, that holds at most sixteen partial results at once.
+            parts = [rsum(xp, xp.concat(parts, axis=0), (0,), True, dtype)]
+    total = xp.concat(parts, axis=0) if len(parts) > 1 else parts[0]
+    if 0 in axes and len(parts) > 1:
+        total = rsum(xp, total, (0,), True, dtype)
+    return total if keepdims else xp.reshape(total, reduced_shape(tuple(x.shape), axes, False))

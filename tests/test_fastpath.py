@@ -1,0 +1,108 @@
+"""The backend layer's speed paths: JAX compiles once per signature, NumPy blocks temporaries."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import anyreduce
+from anyreduce._lib import _fastpath
+from anyreduce._lib._blocks import map_sum
+
+
+def _peak_extra(fn, out_bytes: int) -> int:  # type: ignore[no-untyped-def]
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base, _ = tracemalloc.get_traced_memory()
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - base - out_bytes
+
+
+@pytest.mark.parametrize(
+    "op", ["reduce_l1", "reduce_sum_square", "reduce_l2", "reduce_log_sum_exp"]
+)
+@pytest.mark.parametrize("axes", [[1], [0], None], ids=str)
+def test_numpy_elementwise_steps_hold_no_full_temporary(
+    op: str, axes: list[int] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Blocks of 2**14 elements against 2**21 of data: the benchmark's proportions, smaller.
+    monkeypatch.setattr(_fastpath, "block_elements", lambda xp: 2**14)
+    x = np.random.default_rng(0).standard_normal((2048, 1024)).astype(np.float32)  # 8 MiB
+    fn = getattr(anyreduce, op)
+    expected = fn(x[:, :], axes)  # warm-up, and the result's size
+    extra = _peak_extra(lambda: fn(x, axes), expected.nbytes)
+    assert extra <= x.nbytes // 10, f"{op} over {axes}: {extra} bytes beyond input and output"
+
+
+@pytest.mark.parametrize("axes", [(1,), (0,), (0, 1), (1, 2), (0, 2)], ids=str)
+def test_numpy_blocks_match_the_whole_array(
+    axes: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import array_api_compat.numpy as xp
+
+    assert _fastpath.block_elements(xp) == 2**18
+    monkeypatch.setattr(_fastpath, "block_elements", lambda xp: 2**12)
+
+    x = np.random.default_rng(1).standard_normal((300, 7, 200)).astype(np.float32)
+    shift = np.max(x, axis=axes, keepdims=True)
+
+    def shifted_exp(block: np.ndarray, part) -> np.ndarray:  # type: ignore[no-untyped-def]
+        return np.exp(block - part(shift))
+
+    assert x.size > 2 * 2**12  # several blocks, some rows left over at the end
+    for keepdims in (True, False):
+        got = map_sum(xp, x, axes, keepdims, xp.float64, shifted_exp)
+        terms = np.exp(x - shift).astype(np.float64)
+        want = np.sum(terms, axis=axes, keepdims=keepdims)
+        assert got.dtype == np.float64
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_torch_and_jax_are_not_blocked() -> None:
+    torch_xp = pytest.importorskip("array_api_compat.torch")
+    jnp = pytest.importorskip("jax.numpy")
+    assert _fastpath.block_elements(torch_xp) is None
+    assert _fastpath.block_elements(jnp) is None
+
+
+def test_jax_eager_calls_compile_once_per_signature() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    x = jnp.arange(24.0, dtype=jnp.float32).reshape(2, 3, 4)
+    first = anyreduce.reduce_l2(x, [1, 2], keepdims=False)
+    before = _fastpath._jitted.cache_info()
+    for _ in range(3):
+        again = anyreduce.reduce_l2(x, [1, 2], keepdims=False)
+    after = _fastpath._jitted.cache_info()
+    assert after.misses == before.misses
+    assert after.hits == before.hits + 3
+    assert type(again) is type(first)
+    assert again.dtype == jnp.float32
+    assert again.shape == (2,)
+    np.testing.assert_allclose(np.asarray(again), np.asarray(first))
+    # The same jitted function, inlined under an outer jax.jit and grad.
+    inner = jax.jit(lambda y: anyreduce.reduce_sum_square(y, [0], keepdims=False))(x)
+    np.testing.assert_allclose(np.asarray(inner), np.sum(np.asarray(x) ** 2, axis=0))
+    grad = jax.grad(lambda y: anyreduce.reduce_sum(y, keepdims=False))(x)
+    np.testing.assert_allclose(np.asarray(grad), np.ones((2, 3, 4)))
+
+
+def test_jax_cache_follows_x64_mode() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    values = np.array([1e20, 1e20, 3.0])
+    with jax.enable_x64(True):
+        wide = anyreduce.reduce_l2(jnp.asarray(values, dtype=jnp.float64))
+        assert wide.dtype == jnp.float64
+    with jax.enable_x64(False):
+        narrow = anyreduce.reduce_l2(jnp.asarray(values, dtype=jnp.float32))
+        assert narrow.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(wide), [np.sqrt(2) * 1e20], rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(narrow), [np.sqrt(2) * 1e20], rtol=1e-6)
