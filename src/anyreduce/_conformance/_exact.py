@@ -67,6 +67,27 @@ def _fsum(values: Sequence[float]) -> float:
         return math.copysign(math.inf, sum(values))
 
 
+def _product(row: list[float]) -> float:
+    """The product, with no partial product able to overflow or underflow.
+
+    Mantissas (in [0.5, 1)) are multiplied and renormalised, exponents summed as integers;
+    only the final ``ldexp`` rounds to float64's range.
+    """
+    if any(math.isinf(v) for v in row):
+        if 0.0 in row:
+            return math.nan
+        return math.copysign(math.inf, math.prod(math.copysign(1.0, v) for v in row))
+    mantissa, exponent = 1.0, 0
+    for value in row:
+        m, e = math.frexp(value)
+        mantissa, shift = math.frexp(mantissa * m)
+        exponent += e + shift
+    try:
+        return math.ldexp(mantissa, exponent)
+    except OverflowError:
+        return math.copysign(math.inf, mantissa)
+
+
 def _log(value: float) -> float:
     if math.isnan(value) or value < 0:
         return math.nan
@@ -103,7 +124,7 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float]:
     if op == "ReduceMean":
         return (_fsum(row) / n, absolute / n) if n else (math.nan, 0.0)
     if op == "ReduceProd":
-        value = math.prod(row)
+        value = _product(row)
         return value, abs(value)
     if op in ("ReduceMax", "ReduceLogicalOr"):
         return max(row, default=-math.inf), 0.0
