@@ -140,3 +140,26 @@ def test_conformance_without_onnx_or_hypothesis(monkeypatch: pytest.MonkeyPatch)
     suites = {r.suite for r in report.results}
     assert suites == {"seed", "openvino-seed", "differential"}
     assert 40 < sum(r.suite == "differential" for r in report.results) <= 60  # no bfloat16
+
+
+@pytest.mark.parametrize("rich", [True, False], ids=["rich", "plain"])
+def test_conformance_progress(
+    rich: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if rich:
+        pytest.importorskip("rich")
+    else:
+        import importlib.util
+
+        find_spec = importlib.util.find_spec
+        monkeypatch.setattr(
+            importlib.util,
+            "find_spec",
+            lambda name, *a: None if name == "rich" else find_spec(name, *a),
+        )
+    argv = ["conformance", "--backend", "onnx.reference", "--suite", "divergences"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "divergent (documented)" in captured.out
+    if not rich:
+        assert "divergence examples on onnx.reference" in captured.err
