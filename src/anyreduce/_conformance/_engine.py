@@ -26,7 +26,7 @@ from ._generate import RandomChooser, draw_onnx_case, draw_openvino_case
 from ._runtimes import Runtime, discover_runtimes
 from ._targets import Target, discover
 
-__all__ = ["SUITES", "Report", "Settings", "generate_cases", "run"]
+__all__ = ["SUITES", "Report", "Settings", "check_divergence", "generate_cases", "run"]
 
 SUITES = ("onnx-node", "seed", "openvino-seed", "differential", "divergences")
 PACKAGES = (

@@ -16,10 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Comparison", "compare", "exact", "np_dtype", "spacing"]
-
-# The ONNX names of the ten reductions plus the two OpenVINO logical ones.
-FLOAT_KINDS = "f"
+__all__ = ["Comparison", "Exact", "compare", "exact", "np_dtype", "spacing", "tolerance"]
 
 
 def np_dtype(name: str) -> Any:

@@ -13,7 +13,15 @@ from ._exact import Exact, compare
 from ._runtimes import Runtime
 from ._targets import Target
 
-__all__ = ["DIVERGENT", "FAILED", "PASSED", "Result", "run_on_runtime", "run_on_target"]
+__all__ = [
+    "DIVERGENT",
+    "FAILED",
+    "PASSED",
+    "Result",
+    "run_node_case",
+    "run_on_runtime",
+    "run_on_target",
+]
 
 PASSED, FAILED, DIVERGENT = "passed", "failed", "divergent"
 
