@@ -32,7 +32,8 @@ def test_bench_quick_writes_table_and_json(
     out = tmp_path / "bench.json"
     md = tmp_path / "bench.md"
     args = ["bench", "--quick", "--shape", "4", "8", "--axes", "last"]
-    args += ["--backends", "numpy", "torch", "jax", "--no-memory", "--repeats", "2"]
+    args += ["--backends", "numpy", "torch", "jax", "--dtypes", "float32", "float16"]
+    args += ["--no-memory", "--repeats", "2"]
     status = main([*args, "--json", str(out), "--markdown", str(md)])
     assert status == 0
     printed = capsys.readouterr().out

@@ -63,6 +63,7 @@ class Settings:
         """A smoke-test run: small data, few repeats, no targets judged."""
         base: dict[str, Any] = {
             "shape": (256, 512),
+            "dtypes": ("float32",),
             "repeats": 3,
             "small_calls": 20,
             "group_budget_s": 5.0,
