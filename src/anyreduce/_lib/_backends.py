@@ -8,23 +8,29 @@ backend (``tests/test_backends.py``). Backends are recognised through
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import array_api_compat
 
 __all__ = [
     "as_array",
+    "chunked",
+    "chunkwise",
     "computing",
     "lift",
     "lower",
     "namespace",
     "sums_pairwise",
+    "tree_reduce",
     "wraps_uint64",
 ]
 
 Namespace = Any
 Array = Any
+Axes = tuple[int, ...]
+Parts = tuple[Array, ...]
 
 
 # The namespace of an array depends on its type only; looking it up costs ~5 us a call,
@@ -110,6 +116,11 @@ def sums_pairwise(xp: Namespace) -> bool:
     return bool(array_api_compat.is_torch_namespace(xp) or array_api_compat.is_jax_namespace(xp))
 
 
+def chunked(xp: Namespace) -> bool:
+    """Whether arrays of ``xp`` are split in chunks that reductions visit one by one (Dask)."""
+    return bool(array_api_compat.is_dask_namespace(xp))
+
+
 def wraps_uint64(xp: Namespace, carrier: Any, dtype: Any) -> bool:
     """Whether unsigned ``dtype`` is carried as the signed ``carrier`` of the same bits."""
     return (
@@ -129,3 +140,103 @@ def as_array(xp: Namespace, result: Array) -> Array:
         if isinstance(result, np.generic):
             return np.asarray(result)
     return result
+
+
+def _chunk_parts(
+    block: Array,
+    *,
+    partial: Callable[[Namespace, Array, Axes], Parts],
+    axes: Axes,
+    empty: tuple[float, ...],
+    dtype: Any,
+) -> Array:
+    bxp = array_api_compat.array_namespace(block)
+    if any(block.shape[a] == 0 for a in axes):
+        shape = tuple(1 if i in axes else n for i, n in enumerate(block.shape))
+        device = array_api_compat.device(block)
+        parts: Parts = tuple(bxp.full(shape, v, dtype=dtype, device=device) for v in empty)
+    else:
+        with computing(bxp):
+            parts = partial(bxp, block, axes)
+    return bxp.stack(parts)
+
+
+def chunkwise(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    partial: Callable[[Namespace, Array, Axes], Parts],
+    merge: Callable[[Namespace, Parts, Axes], Parts],
+    empty: tuple[float, ...],
+    dtype: Any,
+) -> Parts:
+    """``partial(xp, x, axes)``: statistics of ``x`` over ``axes`` (kept), each of ``dtype``.
+
+    Dask: ``partial`` runs on each chunk by itself, in the chunk's own namespace (``empty``
+    are its values over a chunk with no elements), and ``merge`` combines the per-chunk
+    results, which have one element per chunk along ``axes``. This keeps a reduction one
+    pass over the data, chunk by chunk: run on the whole array, a statistic needed first
+    (the max shift of LogSumExp, the scale of L2) would hold every chunk in memory until it
+    is known, and the blocked float sum would reshape, so rechunk, the data.
+    """
+    if not chunked(xp):
+        return partial(xp, x, axes)
+    import dask.array
+
+    da: Any = dask.array  # untyped
+    chunks = tuple((1,) * len(c) if i in axes else c for i, c in enumerate(x.chunks))
+    stacked = da.map_blocks(
+        functools.partial(_chunk_parts, partial=partial, axes=axes, empty=empty, dtype=dtype),
+        x,
+        new_axis=0,
+        chunks=((len(empty),), *chunks),
+        dtype=dtype,
+        meta=da.utils.meta_from_array(x, x.ndim + 1, dtype=dtype),
+    )
+    return merge(xp, tuple(stacked[i, ...] for i in range(len(empty))), axes)
+
+
+def _tree_step(
+    block: Array,
+    axis: Axes,
+    keepdims: bool,
+    *,
+    kernel: Callable[[Namespace, Array, Axes, bool], Array],
+    identity: bool | float,
+) -> Array:
+    bxp = array_api_compat.array_namespace(block)
+    axes = tuple(axis)
+    if any(block.shape[a] == 0 for a in axes):
+        shape = tuple(
+            1 if i in axes else n for i, n in enumerate(block.shape) if keepdims or i not in axes
+        )
+        device = array_api_compat.device(block)
+        return bxp.full(shape, identity, dtype=block.dtype, device=device)
+    with computing(bxp):
+        return kernel(bxp, block, axes, keepdims)
+
+
+def tree_reduce(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    kernel: Callable[[Namespace, Array, Axes, bool], Array],
+    identity: bool | float,
+    dtype: Any,
+) -> Array:
+    """Dask: ``kernel(bxp, block, axes, keepdims)`` on each chunk, then on groups of the
+    chunk results up a tree; a chunk with no elements gives ``identity``.
+
+    The kernel runs on each chunk's own backend, so each chunk gets anyreduce's handling
+    (the blocked float sum). Dask's own max and min also fail on zero-size chunks of a
+    2-D or larger array (dask 2026.8): their empty-chunk partial (dask/dask#9268) is an
+    empty 1-D array that the combine step cannot concatenate with the others.
+    """
+    import dask.array
+
+    da: Any = dask.array  # untyped
+    step = functools.partial(_tree_step, kernel=kernel, identity=identity)
+    return da.reduction(
+        x, step, step, combine=step, axis=axes, keepdims=keepdims, dtype=dtype, concatenate=True
+    )

@@ -7,6 +7,8 @@ Empty reduction sets never reach this module (see ``_ops.run``).
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any
 
 from array_api_compat import device as device_of
@@ -42,6 +44,11 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     """
     if not axes:
         return xp.astype(x, dtype, copy=True)
+    if _dtypes.is_float(xp, dtype) and _backends.chunked(xp):
+        # Each chunk is summed by itself (blocked where its backend needs it), then the
+        # chunk sums up the backend's tree: a reshape for blocks would rechunk the data.
+        kernel = functools.partial(_plain_sum, dtype=dtype)
+        return _backends.tree_reduce(xp, x, axes, keepdims, kernel, 0, dtype)
     if not _dtypes.is_float(xp, dtype) or _backends.sums_pairwise(xp):
         return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
     # NumPy sums the trailing run of reduced axes (contiguous in C order) pairwise, and any
@@ -56,6 +63,10 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         if a not in inner:
             total = _block_sum(xp, total, a, dtype)
     return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
+
+
+def _plain_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, *, dtype: Any) -> Array:
+    return rsum(xp, x, axes, keepdims, dtype)
 
 
 def _dropped(shape: tuple[int, ...], axes: Axes) -> tuple[int, ...]:
@@ -96,10 +107,23 @@ def _flip_sign_bit(xp: Namespace, x: Array) -> Array:
     return xp.bitwise_xor(x, xp.asarray(-(2**63), dtype=x.dtype, device=device_of(x)))
 
 
+def _extreme(xp: Namespace, x: Array, high: bool) -> bool | float:
+    """The identity of min (``high``) or max over ``x``'s dtype: the value no element passes."""
+    if _dtypes.is_bool(xp, x.dtype):
+        return high
+    if _dtypes.is_float(xp, x.dtype):
+        return math.inf if high else -math.inf
+    info = xp.iinfo(x.dtype)
+    return int(info.max if high else info.min)
+
+
 def rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
     """Maximum (``any`` for bool); NaN propagates. ``dtype`` is the logical dtype of ``x``."""
     if not axes:
         return xp.asarray(x, copy=True)
+    if _backends.chunked(xp):  # Dask's own fails on zero-size chunks (see tree_reduce)
+        kernel = functools.partial(rmax, dtype=dtype)
+        return _backends.tree_reduce(xp, x, axes, keepdims, kernel, _extreme(xp, x, False), x.dtype)
     if _dtypes.is_bool(xp, x.dtype):
         return xp.any(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):
@@ -111,6 +135,9 @@ def rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     """Minimum (``all`` for bool); NaN propagates. ``dtype`` is the logical dtype of ``x``."""
     if not axes:
         return xp.asarray(x, copy=True)
+    if _backends.chunked(xp):  # Dask's own fails on zero-size chunks (see tree_reduce)
+        kernel = functools.partial(rmin, dtype=dtype)
+        return _backends.tree_reduce(xp, x, axes, keepdims, kernel, _extreme(xp, x, True), x.dtype)
     if _dtypes.is_bool(xp, x.dtype):
         return xp.all(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):

@@ -16,9 +16,8 @@ from typing import Any
 
 from array_api_compat import device as device_of
 
-from . import _backends, _dtypes, _fastpath
+from . import _backends, _dtypes
 from ._axes import reduced_shape
-from ._blocks import Part, map_sum
 from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
 
 __all__ = ["OPS", "Op", "run"]
@@ -42,26 +41,16 @@ def _sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> 
 
 def _sum_square(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     if _dtypes.is_integer(xp, dtype):
-        return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: b * b)
-    acc = _dtypes.compute_float(xp, dtype)
-    return xp.astype(map_sum(xp, x, axes, keepdims, acc, _squares(xp, acc)), dtype)
-
-
-def _squares(xp: Namespace, acc: Any) -> Callable[[Array, Part], Array]:
-    """Element-wise x**2 computed in ``acc``, for :func:`map_sum`."""
-
-    def square(block: Array, part: Part) -> Array:
-        y = xp.astype(block, acc, copy=False)
-        return y * y
-
-    return square
+        return rsum(xp, x * x, axes, keepdims, x.dtype)
+    y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
+    return xp.astype(rsum(xp, y * y, axes, keepdims, y.dtype), dtype)
 
 
 def _l1(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     if _dtypes.is_integer(xp, dtype):
-        return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: int_abs(xp, b, dtype))
+        return rsum(xp, int_abs(xp, x, dtype), axes, keepdims, x.dtype)
     acc = _dtypes.compute_float(xp, dtype)
-    return xp.astype(map_sum(xp, x, axes, keepdims, acc, lambda b, _: xp.abs(b)), dtype)
+    return xp.astype(rsum(xp, xp.abs(x), axes, keepdims, acc), dtype)
 
 
 def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
@@ -75,18 +64,42 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
 def _l2_float(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     for wide in (_dtypes.compute_float(xp, dtype), _dtypes.widest_float(xp)):
         if _squares_fit(xp, dtype, wide):
-            return xp.sqrt(map_sum(xp, x, axes, keepdims, wide, _squares(xp, wide)))
-    # No wider type: scale each slice by its largest magnitude so that squares can neither
-    # overflow nor underflow; an all-zero, infinite or NaN slice keeps scale 1. The scale is
-    # applied as two divisions by its root: XLA rewrites x / m into x * (1 / m), and 1 / m
-    # is subnormal, so flushed to zero, for m above 2**126 in float32.
+            y = xp.astype(x, wide)
+            return xp.sqrt(rsum(xp, y * y, axes, keepdims, wide))
+    # No wider type: scale each slice by its largest magnitude (see _scaled_squares).
     y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
+    scale, total = _backends.chunkwise(xp, y, axes, _scaled_squares, _merge_scaled, (1, 0), y.dtype)
+    root_scale = _keep(xp, xp.sqrt(scale), x.shape, axes, keepdims)
+    return (xp.sqrt(_keep(xp, total, x.shape, axes, keepdims)) * root_scale) * root_scale
+
+
+def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
+    """Per slice (keepdims): its largest magnitude m and the sum of (y / m) ** 2.
+
+    Scaled squares can neither overflow nor underflow; an all-zero, infinite or NaN slice
+    keeps scale 1. The scale is applied as two divisions by its root: XLA rewrites x / m
+    into x * (1 / m), and 1 / m is subnormal, so flushed to zero, for m above 2**126 in
+    float32.
+    """
     m = rmax(xp, xp.abs(y), axes, True, y.dtype)
-    root_scale = xp.sqrt(xp.where((m == 0) | ~xp.isfinite(m), xp.ones_like(m), m))
+    scale = xp.where((m == 0) | ~xp.isfinite(m), xp.ones_like(m), m)
+    root_scale = xp.sqrt(scale)
     z = (y / root_scale) / root_scale
-    root = xp.sqrt(rsum(xp, z * z, axes, keepdims, y.dtype))
-    root_scale = _keep(xp, root_scale, x.shape, axes, keepdims)
-    return (root * root_scale) * root_scale
+    return scale, rsum(xp, z * z, axes, True, y.dtype)
+
+
+def _merge_scaled(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, Array]:
+    """Per-chunk results of :func:`_scaled_squares` brought to the largest scale and summed."""
+    scales, totals = parts
+    scale = rmax(xp, scales, axes, True, scales.dtype)
+    ratio = scales / scale
+    return scale, _sum_finite_scaled(xp, totals, ratio * ratio, axes)
+
+
+def _sum_finite_scaled(xp: Namespace, totals: Array, factors: Array, axes: Axes) -> Array:
+    # An infinite chunk total stays infinite even where its factor underflows to 0.
+    scaled = xp.where(xp.isinf(totals), totals, totals * factors)
+    return rsum(xp, scaled, axes, True, totals.dtype)
 
 
 def _l2(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
@@ -144,12 +157,27 @@ def _log_sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any)
 
 def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     y = _as_float(xp, x, dtype)
-    # Shift by the slice maximum so exp cannot overflow; a slice whose maximum is +-inf or
-    # NaN is not shifted, which gives +inf, -inf and NaN by IEEE rules.
+    shift, total = _backends.chunkwise(xp, y, axes, _shifted_exps, _merge_shifted, (0, 0), y.dtype)
+    result = xp.log(_keep(xp, total, x.shape, axes, keepdims))
+    return _from_float(xp, result + _keep(xp, shift, x.shape, axes, keepdims), x, dtype)
+
+
+def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
+    """Per slice (keepdims): its maximum m and the sum of exp(y - m).
+
+    The shift keeps exp from overflowing; a slice whose maximum is +-inf or NaN is not
+    shifted, which gives +inf, -inf and NaN by IEEE rules.
+    """
     m = rmax(xp, y, axes, True, y.dtype)
     shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    total = map_sum(xp, y, axes, keepdims, y.dtype, lambda b, part: xp.exp(b - part(shift)))
-    return _from_float(xp, xp.log(total) + _keep(xp, shift, x.shape, axes, keepdims), x, dtype)
+    return shift, rsum(xp, xp.exp(y - shift), axes, True, y.dtype)
+
+
+def _merge_shifted(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, Array]:
+    """Per-chunk results of :func:`_shifted_exps` brought to the largest shift and summed."""
+    shifts, totals = parts
+    shift = rmax(xp, shifts, axes, True, shifts.dtype)
+    return shift, _sum_finite_scaled(xp, totals, xp.exp(shifts - shift), axes)
 
 
 @dataclass(frozen=True)
@@ -215,14 +243,8 @@ def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array
         # axes divides by zero (dask 2026.8, full((0, 0, 1000), 1.0)).
         value = xp.asarray(op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
         return xp.asarray(xp.broadcast_to(value, shape), copy=True)
-    result = _fastpath.compiled(xp, _compute, op, axes, keepdims, xp)(x)
-    return _backends.as_array(xp, result)
-
-
-def _compute(op: Op, axes: Axes, keepdims: bool, xp: Namespace, x: Array) -> Array:
-    """The kernel of ``op`` on non-empty ``x``, in the caller's dtype."""
-    dtype = x.dtype
     with _backends.computing(xp):
         carried = _backends.lift(xp, x)
         result = op.kernel(carried, axes, keepdims, xp=xp, dtype=dtype)
-        return _backends.lower(xp, result, dtype)
+        result = _backends.lower(xp, result, dtype)
+    return _backends.as_array(xp, result)
