@@ -16,8 +16,9 @@ from typing import Any
 
 from array_api_compat import device as device_of
 
-from . import _backends, _dtypes
+from . import _backends, _dtypes, _fastpath
 from ._axes import reduced_shape
+from ._blocks import Part, map_sum
 from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
 
 __all__ = ["OPS", "Op", "run"]
@@ -41,16 +42,26 @@ def _sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> 
 
 def _sum_square(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     if _dtypes.is_integer(xp, dtype):
-        return rsum(xp, x * x, axes, keepdims, x.dtype)
-    y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
-    return xp.astype(rsum(xp, y * y, axes, keepdims, y.dtype), dtype)
+        return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: b * b)
+    acc = _dtypes.compute_float(xp, dtype)
+    return xp.astype(map_sum(xp, x, axes, keepdims, acc, _squares(xp, acc)), dtype)
+
+
+def _squares(xp: Namespace, acc: Any) -> Callable[[Array, Part], Array]:
+    """Element-wise x**2 computed in ``acc``, for :func:`map_sum`."""
+
+    def square(block: Array, part: Part) -> Array:
+        y = xp.astype(block, acc, copy=False)
+        return y * y
+
+    return square
 
 
 def _l1(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     if _dtypes.is_integer(xp, dtype):
-        return rsum(xp, int_abs(xp, x, dtype), axes, keepdims, x.dtype)
+        return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: int_abs(xp, b, dtype))
     acc = _dtypes.compute_float(xp, dtype)
-    return xp.astype(rsum(xp, xp.abs(x), axes, keepdims, acc), dtype)
+    return xp.astype(map_sum(xp, x, axes, keepdims, acc, lambda b, _: xp.abs(b)), dtype)
 
 
 def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
@@ -64,8 +75,7 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
 def _l2_float(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     for wide in (_dtypes.compute_float(xp, dtype), _dtypes.widest_float(xp)):
         if _squares_fit(xp, dtype, wide):
-            y = xp.astype(x, wide)
-            return xp.sqrt(rsum(xp, y * y, axes, keepdims, wide))
+            return xp.sqrt(map_sum(xp, x, axes, keepdims, wide, _squares(xp, wide)))
     # No wider type: scale each slice by its largest magnitude (see _scaled_squares).
     y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
     scale, total = _backends.chunkwise(xp, y, axes, _scaled_squares, _merge_scaled, (1, 0), y.dtype)
@@ -170,7 +180,8 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
     """
     m = rmax(xp, y, axes, True, y.dtype)
     shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    return shift, rsum(xp, xp.exp(y - shift), axes, True, y.dtype)
+    total = map_sum(xp, y, axes, True, y.dtype, lambda b, part: xp.exp(b - part(shift)))
+    return shift, total
 
 
 def _merge_shifted(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, Array]:
@@ -243,8 +254,14 @@ def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array
         # axes divides by zero (dask 2026.8, full((0, 0, 1000), 1.0)).
         value = xp.asarray(op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
         return xp.asarray(xp.broadcast_to(value, shape), copy=True)
+    result = _fastpath.compiled(xp, _compute, op, axes, keepdims, xp)(x)
+    return _backends.as_array(xp, result)
+
+
+def _compute(op: Op, axes: Axes, keepdims: bool, xp: Namespace, x: Array) -> Array:
+    """The kernel of ``op`` on non-empty ``x``, in the caller's dtype."""
+    dtype = x.dtype
     with _backends.computing(xp):
         carried = _backends.lift(xp, x)
         result = op.kernel(carried, axes, keepdims, xp=xp, dtype=dtype)
-        result = _backends.lower(xp, result, dtype)
-    return _backends.as_array(xp, result)
+        return _backends.lower(xp, result, dtype)
