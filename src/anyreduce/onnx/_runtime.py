@@ -67,7 +67,8 @@ def _attributes(node: Node) -> dict[str, Any]:
 def _unexpected(label: str, attributes: Mapping[str, Any], allowed: Sequence[str]) -> None:
     extra = sorted(set(attributes) - set(allowed))
     if extra:
-        msg = f"{label}: unexpected attribute {extra[0]!r}; {label} has {', '.join(allowed)}"
+        known = f"has {', '.join(allowed)}" if allowed else "has no attributes"
+        msg = f"{label}: unexpected attribute {extra[0]!r}; {label} {known}"
         raise ValueError(msg)
 
 
