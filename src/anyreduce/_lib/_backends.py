@@ -15,6 +15,7 @@ from typing import Any
 import array_api_compat
 
 __all__ = [
+    "abs_with_zero_subgradient",
     "as_array",
     "chunked",
     "chunkwise",
@@ -103,6 +104,17 @@ def lower(xp: Namespace, result: Array, dtype: Any) -> Array:
     if result.dtype == dtype:
         return result
     return xp.astype(result, dtype)
+
+
+def abs_with_zero_subgradient(xp: Namespace) -> Callable[[Array], Array]:
+    """``|x|`` for floats whose derivative at 0 is 0, the subgradient torch's abs has.
+
+    JAX differentiates abs as ``select(x >= 0, g, -g)``, so 1 at 0 (jax 0.10): there zeros
+    are masked out of the derivative (XLA fuses the mask into the sum).
+    """
+    if array_api_compat.is_jax_namespace(xp):
+        return lambda v: xp.where(v == 0, xp.zeros_like(v), xp.abs(v))
+    return xp.abs  # type: ignore[no-any-return]
 
 
 def sums_pairwise(xp: Namespace) -> bool:

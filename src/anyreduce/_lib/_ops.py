@@ -61,7 +61,18 @@ def _l1(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> A
     if _dtypes.is_integer(xp, dtype):
         return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: int_abs(xp, b, dtype))
     acc = _dtypes.compute_float(xp, dtype)
-    return xp.astype(map_sum(xp, x, axes, keepdims, acc, lambda b, _: xp.abs(b)), dtype)
+    magnitude = _backends.abs_with_zero_subgradient(xp)
+    return xp.astype(map_sum(xp, x, axes, keepdims, acc, lambda b, _: magnitude(b)), dtype)
+
+
+def _root(xp: Namespace, total: Array) -> Array:
+    """The square root of a sum of squares, whose derivative at 0 is 0 (the subgradient).
+
+    sqrt'(0) is inf, and inf * 0 = NaN in the chain rule: a zero total is rooted as 1 and
+    masked, so both the value and the gradient are 0.
+    """
+    zero = total == 0
+    return xp.where(zero, xp.zeros_like(total), xp.sqrt(xp.where(zero, xp.ones_like(total), total)))
 
 
 def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
@@ -75,12 +86,12 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
 def _l2_float(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     for wide in (_dtypes.compute_float(xp, dtype), _dtypes.widest_float(xp)):
         if _squares_fit(xp, dtype, wide):
-            return xp.sqrt(map_sum(xp, x, axes, keepdims, wide, _squares(xp, wide)))
+            return _root(xp, map_sum(xp, x, axes, keepdims, wide, _squares(xp, wide)))
     # No wider type: scale each slice by its largest magnitude (see _scaled_squares).
     y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
     scale, total = _backends.chunkwise(xp, y, axes, _scaled_squares, _merge_scaled, (1, 0), y.dtype)
     root_scale = _keep(xp, xp.sqrt(scale), x.shape, axes, keepdims)
-    return (xp.sqrt(_keep(xp, total, x.shape, axes, keepdims)) * root_scale) * root_scale
+    return (_root(xp, _keep(xp, total, x.shape, axes, keepdims)) * root_scale) * root_scale
 
 
 def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
@@ -121,7 +132,8 @@ def _l2(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> A
 
 
 def _count(shape: tuple[int, ...], axes: Axes) -> int:
-    return math.prod(shape[a] for a in axes)
+    # A list: torch.compile (fullgraph) cannot pass a generator to math.prod.
+    return math.prod([shape[a] for a in axes])
 
 
 def _mean(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
