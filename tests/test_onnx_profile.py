@@ -509,7 +509,9 @@ def test_backend_runs_models_with_initializers(library: str) -> None:
     assert backend.is_compatible(model)
     x = np.array([[3.0, 4.0], [6.0, 8.0]])
     (by_position,) = backend.run_model(model, [x])
-    (by_name,) = backend.prepare(model).run({"x": x})
+    prepared = backend.prepare(model)
+    assert isinstance(prepared, onnx.backend.base.BackendRep)
+    (by_name,) = prepared.run({"x": x})
     for result in (by_position, by_name):
         assert isinstance(result, np.ndarray)
         assert result.dtype == np.float64
@@ -526,6 +528,7 @@ def test_backend_refuses_what_it_cannot_run() -> None:
 
     backend = anyreduce.onnx.backend_for("numpy")
     assert not backend.supports_device("CUDA")
+    assert not backend.supports_device("TPU")
     info = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])]
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["x"])], "g", info, info)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])

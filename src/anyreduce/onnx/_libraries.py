@@ -73,7 +73,9 @@ def _torch_out(a: Array) -> np.ndarray:
 def _torch_has(device: str) -> bool:
     import torch
 
-    return device.upper().startswith("CPU") or bool(torch.cuda.is_available())
+    if device.upper().startswith("CUDA"):
+        return bool(torch.cuda.is_available())
+    return _cpu_only(device)
 
 
 # --- jax
@@ -88,6 +90,8 @@ def _jax_in(a: np.ndarray, device: str) -> Array:
 def _jax_devices(device: str) -> list[Any]:
     import jax
 
+    if not device.upper().startswith(("CPU", "CUDA")):
+        return []
     platform = "gpu" if device.upper().startswith("CUDA") else "cpu"
     try:
         return list(jax.devices(platform))

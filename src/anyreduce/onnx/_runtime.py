@@ -356,9 +356,12 @@ def backend_for(name: str) -> type:
     lib = library(name)
     if name in _BACKENDS:
         return _BACKENDS[name]
-    base: Any = importlib.import_module("onnx.backend.base").Backend
+    base: Any = importlib.import_module("onnx.backend.base")
 
-    class _Backend(base):  # type: ignore[misc]
+    class _Rep(_Prepared, base.BackendRep):  # type: ignore[misc]
+        pass
+
+    class _Backend(base.Backend):  # type: ignore[misc]
         @classmethod
         def is_compatible(cls, model: Model, device: str = "CPU", **kwargs: Any) -> bool:
             try:
@@ -373,7 +376,7 @@ def backend_for(name: str) -> type:
         @classmethod
         def prepare(cls, model: Model, device: str = "CPU", **kwargs: Any) -> _Prepared:
             onnx.checker.check_model(model)
-            return _Prepared(model, lib, device)
+            return _Rep(model, lib, device)
 
         @classmethod
         def run_node(
