@@ -10,21 +10,29 @@ from collections.abc import Sequence
 from . import __version__
 
 # Sub-command modules under anyreduce._commands, imported only when their command runs.
-COMMANDS = ("demo", "bench", "conformance", "parity")
+COMMANDS = ("conformance", "parity", "bench", "demo")  # the order --help lists them in
+
+_EPILOG = """\
+examples:
+  anyreduce conformance --html report.html    every spec case on every installed backend
+  anyreduce parity reduce_l2 --shape 64,1000 --dtype float16 --axes 1
+  anyreduce bench --quick                     time the reductions, briefly
+
+Run 'anyreduce COMMAND --help' for the options of a command.
+Documentation: https://anyreduce.readthedocs.io
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="anyreduce",
         description=(
-            "The ONNX reductions, written once for NumPy, PyTorch, JAX, Dask and "
-            "array-api-strict. These commands run them, check them against the ONNX and "
-            "OpenVINO specifications and other runtimes, and time them."
+            "The ONNX reductions, written once for NumPy, PyTorch, JAX, Dask and\n"
+            "array-api-strict. These commands check them against the ONNX and OpenVINO\n"
+            "specifications and other runtimes, compare the runtimes, and time them."
         ),
-        epilog=(
-            "Run 'anyreduce COMMAND --help' for the options of a command. "
-            "Documentation: https://anyreduce.readthedocs.io"
-        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--version",
