@@ -109,12 +109,31 @@ def lower(xp: Namespace, result: Array, dtype: Any) -> Array:
 def abs_with_zero_subgradient(xp: Namespace) -> Callable[[Array], Array]:
     """``|x|`` for floats whose derivative at 0 is 0, the subgradient torch's abs has.
 
-    JAX differentiates abs as ``select(x >= 0, g, -g)``, so 1 at 0 (jax 0.10): there zeros
-    are masked out of the derivative (XLA fuses the mask into the sum).
+    JAX differentiates abs as ``select(x >= 0, g, -g)``, so 1 at 0 (jax 0.10): there abs
+    gets the derivative ``sign(x)`` through ``jax.custom_jvp``. A mask on the values
+    instead (``where(x == 0, 0, abs(x))``) keeps XLA's CPU reduction from vectorising: L1
+    of float32 (4096, 8192) over the last axis took 200 ms against 18 ms.
     """
     if array_api_compat.is_jax_namespace(xp):
-        return lambda v: xp.where(v == 0, xp.zeros_like(v), xp.abs(v))
+        return _jax_abs()
     return xp.abs  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _jax_abs() -> Callable[[Array], Array]:
+    import jax
+    import jax.numpy as jnp
+
+    @jax.custom_jvp
+    def magnitude(v: Array) -> Array:
+        return jnp.abs(v)
+
+    @magnitude.defjvp
+    def _derivative(primals: tuple[Array], tangents: tuple[Array]) -> tuple[Array, Array]:
+        (v,), (t,) = primals, tangents
+        return jnp.abs(v), jnp.sign(v) * t
+
+    return magnitude
 
 
 def sums_pairwise(xp: Namespace) -> bool:
