@@ -220,7 +220,8 @@ def _large_group(
                 "vs_native": ours.median / best.median if best else None,
                 "vs_onnxruntime": ours.median / ort.median if ort else None,
             }
-            if settings.memory and b.memory is not None:
+            # Memory is judged on float32 only; measuring it costs a profiled call each.
+            if settings.memory and b.memory is not None and dtype == "float32":
                 fn = _caller(getattr(anyreduce, op), _array(arrays[b.name], op), axes)
                 record["extra_bytes"] = peak_extra_bytes(b.name, fn)
                 record["native_extra_bytes"] = (

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 __all__ = ["peak_extra_bytes"]
@@ -32,12 +36,26 @@ def _numpy_peak(fn: Callable[[], Any]) -> int:
     return max(0, peak - base - _nbytes(result))
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2: the profiler's native layer logs each start and stop."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with Path(os.devnull).open("w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _torch_peak(fn: Callable[[], Any]) -> int:
     # torch's CPU allocator keeps no statistics; its profiler records every allocation (as
     # the self memory of the op that made it) and every free (as a "[memory]" event).
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         result = fn()
     changes = sorted(
         (e.time_range.start, e.self_cpu_memory_usage)
