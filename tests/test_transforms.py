@@ -183,7 +183,9 @@ def test_torch_max_min_ties_follow_torch(torch: Any, op: str) -> None:
 @contextlib.contextmanager
 def dynamo_tracing() -> Iterator[None]:
     # Dynamo warns that it traces through functools.lru_cache wrappers, which
-    # array_api_compat's namespace helpers use; tracing through them is what we want.
+    # array_api_compat's namespace helpers use (pytorch/pytorch#152994,
+    # data-apis/array-api-compat#421); tracing through them is what we want: no graph
+    # break, and the cached results depend only on the namespace.
     with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore",

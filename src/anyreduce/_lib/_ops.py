@@ -263,7 +263,7 @@ def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array
         # Either the reduced set is empty (the identity) or the result has no elements.
         shape = reduced_shape(tuple(x.shape), axes, keepdims)
         # Broadcast, not xp.full: Dask's automatic chunking of a shape with zero-length
-        # axes divides by zero (dask 2026.8, full((0, 0, 1000), 1.0)).
+        # axes divides by zero (dask 2026.8, full((0, 0, 1000), 1.0); dask/dask#12537).
         value = xp.asarray(op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
         return xp.asarray(xp.broadcast_to(value, shape), copy=True)
     result = _fastpath.compiled(xp, _compute, op, axes, keepdims, xp)(x)
