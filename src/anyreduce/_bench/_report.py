@@ -129,7 +129,11 @@ def plot_ratios(result: dict[str, Any], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     large = result["large"]
-    panels = sorted({(r["dtype"], r["axes"]) for r in large}, key=lambda p: (p[0] != "float32",))
+    order = {"last": 0, "first": 1, "all": 2}
+    panels = sorted(
+        {(r["dtype"], r["axes"]) for r in large},
+        key=lambda p: (p[0] != "float32", p[0], order.get(p[1], 3)),
+    )
     ops = list(dict.fromkeys(r["op"] for r in large))
     backends = list(dict.fromkeys(r["backend"] for r in large))
     fig, axs = plt.subplots(
