@@ -112,3 +112,13 @@ def test_bad_flags(xp: Any, op: str, flag: str, value: Any) -> None:
 def test_good_flags(xp: Any, flag_value: Any) -> None:
     data = make(xp, np.ones((2, 3)), "float32")
     anyreduce.reduce_sum(data, [0], keepdims=flag_value, noop_with_empty_axes=flag_value)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_dtype_outside_the_namespace(op: str) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    data = np.ones(3, dtype=ml_dtypes.bfloat16)
+    with pytest.raises(
+        TypeError, match=rf"^{op}: input dtype bfloat16 is not a dtype of the array"
+    ):
+        getattr(anyreduce, op)(data)

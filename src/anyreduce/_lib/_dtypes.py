@@ -117,12 +117,18 @@ def compute_float(xp: Namespace, dtype: DType) -> DType:
 @functools.cache
 def check_dtype(op: str, xp: Namespace, dtype: DType, *, accepts_bool: bool) -> None:
     """Raise TypeError unless ``op`` takes ``dtype`` (any real numeric; bool if allowed)."""
-    if is_bool(xp, dtype):
-        if accepts_bool:
-            return
-    elif xp.isdtype(dtype, ("integral", "real floating")):
-        return
     allowed = "integer and real floating dtypes"
+    try:
+        boolean = is_bool(xp, dtype)
+        numeric = bool(xp.isdtype(dtype, ("integral", "real floating")))
+    except TypeError as e:  # a dtype the namespace does not know (NumPy + ml_dtypes bfloat16)
+        msg = (
+            f"{op}: input dtype {dtype} is not a dtype of the array's namespace; "
+            f"{op} takes {allowed}"
+        )
+        raise TypeError(msg) from e
+    if (boolean and accepts_bool) or (numeric and not boolean):
+        return
     if accepts_bool:
         allowed += " and bool"
     msg = f"{op}: input dtype {dtype} is not supported; {op} takes {allowed}"
