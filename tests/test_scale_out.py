@@ -166,6 +166,21 @@ def _rows(chunks: tuple[tuple[int, ...], ...]) -> list[list[scale_data.Location]
     return [locations[i : i + width] for i in range(0, len(locations), width)]
 
 
+@pytest.mark.parametrize(("layer", "op", "function", "keywords"), LAYERS)
+def test_unknown_chunk_sizes_are_an_error_that_says_what_to_do(
+    layer: str, op: str, function: Callable[..., Any], keywords: dict[str, Any]
+) -> None:
+    values = np.arange(1, 21, dtype=np.float32)
+    data = da.from_array(values, chunks=5)
+    masked = data[data > 3.5] if not op.startswith("reduce_logical") else (data > 3.5)[data > 1]
+    assert math.isnan(masked.shape[0])
+    with (
+        nothing_computed(),
+        pytest.raises(ValueError, match=r"unknown length.*compute_chunk_sizes"),
+    ):
+        function(masked, [0], **keywords)
+
+
 # ---------------------------------------------------------------------------------------
 # Values across chunk boundaries: unequal chunks, empty chunks, chunked and unchunked axes.
 

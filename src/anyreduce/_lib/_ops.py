@@ -259,6 +259,13 @@ OPS: dict[str, Op] = {
 def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array:
     """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out."""
     dtype = x.dtype
+    if any(n is None or (isinstance(n, float) and math.isnan(n)) for n in x.shape):
+        # Dask after boolean indexing: the mean's count and the output's shape are unknown.
+        msg = (
+            f"{op.name}: data has axes of unknown length (shape {tuple(x.shape)}); "
+            "for a Dask array call data.compute_chunk_sizes() first"
+        )
+        raise ValueError(msg)
     if 0 in x.shape:
         # Either the reduced set is empty (the identity) or the result has no elements.
         shape = reduced_shape(tuple(x.shape), axes, keepdims)
