@@ -22,7 +22,23 @@ _NAMES = {name: op for op, name in ONNX_OPS.items()}
 
 @dataclass(frozen=True)
 class ParityRow:
-    """One backend's or runtime's result, measured against the exact one."""
+    """One backend's or runtime's result, measured against the exact one.
+
+    Attributes
+    ----------
+    name : str
+        The backend (``numpy``, ``torch``, ...) or runtime (``onnxruntime``, ...).
+    kind : str
+        ``"backend"`` or ``"runtime"``.
+    max_ulps : float
+        The largest error over all outputs, in units in the last place of the dtype.
+    max_relative : float
+        The largest relative error over all outputs.
+    agrees : bool
+        Whether every output is within the dtype's tolerance of the exact result.
+    error : str
+        Why there is no result (the runtime refused the case), or ``""``.
+    """
 
     name: str
     kind: str  # "backend" or "runtime"
@@ -34,7 +50,31 @@ class ParityRow:
 
 @dataclass(frozen=True)
 class ParityReport:
-    """Parity of one reduction on one input across backends and runtimes."""
+    """Parity of one reduction on one input across backends and runtimes.
+
+    Returned by :func:`anyreduce.testing.parity`; ``str()`` gives the printed table.
+
+    Attributes
+    ----------
+    op : str
+        The reduction, e.g. ``"reduce_l2"``.
+    shape : tuple of int
+        The shape of the generated input.
+    dtype : str
+        Its dtype name.
+    axes : tuple of int or None
+        The axes reduced over; None for all.
+    keepdims : bool
+        Whether reduced axes were kept.
+    tolerance : float
+        The relative tolerance "agrees" uses, against the error scale.
+    rows : list of ParityRow
+        One row per backend and runtime that ran.
+    not_run : dict of str to str
+        Backends and runtimes that were not run, with the reason.
+    ok : bool
+        Whether every backend and runtime that gave a result agrees.
+    """
 
     op: str
     shape: tuple[int, ...]
