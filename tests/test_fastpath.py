@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import anyreduce
-from anyreduce._lib import _fastpath
+from anyreduce._lib import _backends
 from anyreduce._lib._blocks import map_sum
 
 
@@ -32,7 +32,7 @@ def test_numpy_elementwise_steps_hold_no_full_temporary(
     op: str, axes: list[int] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Blocks of 2**14 elements against 2**21 of data: the benchmark's proportions, smaller.
-    monkeypatch.setattr(_fastpath, "block_elements", lambda xp: 2**14)
+    monkeypatch.setattr(_backends, "block_elements", lambda xp: 2**14)
     x = np.random.default_rng(0).standard_normal((2048, 1024)).astype(np.float32)  # 8 MiB
     fn = getattr(anyreduce, op)
     expected = fn(x[:, :], axes)  # warm-up, and the result's size
@@ -46,8 +46,8 @@ def test_numpy_blocks_match_the_whole_array(
 ) -> None:
     import array_api_compat.numpy as xp
 
-    assert _fastpath.block_elements(xp) == 2**18
-    monkeypatch.setattr(_fastpath, "block_elements", lambda xp: 2**12)
+    assert _backends.block_elements(xp) == 2**18
+    monkeypatch.setattr(_backends, "block_elements", lambda xp: 2**12)
 
     x = np.random.default_rng(1).standard_normal((300, 7, 200)).astype(np.float32)
     shift = np.max(x, axis=axes, keepdims=True)
@@ -68,8 +68,8 @@ def test_numpy_blocks_match_the_whole_array(
 def test_torch_and_jax_are_not_blocked() -> None:
     torch_xp = pytest.importorskip("array_api_compat.torch")
     jnp = pytest.importorskip("jax.numpy")
-    assert _fastpath.block_elements(torch_xp) is None
-    assert _fastpath.block_elements(jnp) is None
+    assert _backends.block_elements(torch_xp) is None
+    assert _backends.block_elements(jnp) is None
 
 
 def test_jax_eager_calls_compile_once_per_signature() -> None:
@@ -77,10 +77,10 @@ def test_jax_eager_calls_compile_once_per_signature() -> None:
     jnp = jax.numpy
     x = jnp.arange(24.0, dtype=jnp.float32).reshape(2, 3, 4)
     first = anyreduce.reduce_l2(x, [1, 2], keepdims=False)
-    before = _fastpath._jitted.cache_info()
+    before = _backends._jitted.cache_info()
     for _ in range(3):
         again = anyreduce.reduce_l2(x, [1, 2], keepdims=False)
-    after = _fastpath._jitted.cache_info()
+    after = _backends._jitted.cache_info()
     assert after.misses == before.misses
     assert after.hits == before.hits + 3
     assert type(again) is type(first)

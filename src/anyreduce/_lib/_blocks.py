@@ -4,7 +4,7 @@
 is a second pass over memory and, for 128 MB of data, 128 MB more held at once. Here the
 data are split into blocks of leading rows (views), ``f`` runs on one block at a time and
 the block sums are added, so temporaries stay cache-sized. How large a block may be is
-the backend layer's call (``_fastpath.block_elements``); backends that fuse the
+the backend layer's call (``_backends.block_elements``); backends that fuse the
 element-wise step into the reduction get the plain expression.
 """
 
@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from . import _fastpath
+from . import _backends
 from ._axes import reduced_shape
 from ._kernels import rsum
 
@@ -54,7 +54,7 @@ def map_sum(
     it is reduced, the block sums are summed again by :func:`rsum` (its accuracy holds);
     when it is kept, they are joined. An axis-0 row larger than a block is not split.
     """
-    block = _fastpath.block_elements(xp)
+    block = _backends.block_elements(xp)
     rows = x.shape[0] if x.ndim else 1
     per_block = max(1, block // max(1, math.prod(x.shape[1:]))) if block else rows
     if not axes or per_block >= rows:

@@ -16,7 +16,7 @@ from typing import Any
 
 from array_api_compat import device as device_of
 
-from . import _backends, _dtypes, _fastpath
+from . import _backends, _dtypes
 from ._axes import reduced_shape
 from ._blocks import Part, map_sum
 from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
@@ -273,7 +273,7 @@ def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array
         # axes divides by zero (dask 2026.8, full((0, 0, 1000), 1.0); dask/dask#12537).
         value = xp.asarray(op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
         return xp.asarray(xp.broadcast_to(value, shape), copy=True)
-    result = _fastpath.compiled(xp, _compute, op, axes, keepdims, xp)(x)
+    result = _backends.compiled(xp, _compute, op, axes, keepdims, xp)(x)
     return _backends.as_array(xp, result)
 
 
