@@ -163,3 +163,31 @@ def test_conformance_progress(
     assert "divergent (documented)" in captured.out
     if not rich:
         assert "divergence examples on onnx.reference" in captured.err
+
+
+def test_main_job_runs_with_numpy_alone(tmp_path: Any) -> None:
+    """The main job on a plain install: no backend, runtime, ml_dtypes, hypothesis or rich."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, sys\n"
+        "blocked = {'torch', 'jax', 'jaxlib', 'dask', 'array_api_strict', 'onnx', 'onnxruntime',"
+        " 'openvino', 'ml_dtypes', 'hypothesis', 'rich'}\n"
+        "class Blocker:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in blocked:\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Blocker())\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name.split('.')[0] in blocked"
+        " else real(name, *a)\n"
+        "from anyreduce._cli import main\n"
+        f"sys.exit(main(['conformance', '--examples', '20', '--json', r'{tmp_path}/r.json']))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 failed" in out.stdout
+    assert "torch: not installed" in out.stdout

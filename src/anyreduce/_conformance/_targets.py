@@ -49,7 +49,7 @@ class Target:
 
     def from_numpy(self, host: np.ndarray) -> Any:
         """``host`` as an array of this target (exact values, same dtype)."""
-        dtype = "bfloat16" if host.dtype == np_dtype("bfloat16") else host.dtype.name
+        dtype = host.dtype.name  # "bfloat16" for ml_dtypes data
         if self.library == "torch":
             import torch
 
