@@ -106,3 +106,51 @@ def test_jax_cache_follows_x64_mode() -> None:
         assert narrow.dtype == jnp.float32
     np.testing.assert_allclose(np.asarray(wide), [np.sqrt(2) * 1e20], rtol=1e-15)
     np.testing.assert_allclose(np.asarray(narrow), [np.sqrt(2) * 1e20], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "op", ["reduce_sum_square", "reduce_l1", "reduce_l2", "reduce_log_sum_exp"]
+)
+@pytest.mark.parametrize("axes", [[0], [1], [0, 2], None])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_torch_scratch_blocks_agree_with_the_oracle(
+    monkeypatch: pytest.MonkeyPatch, op: str, axes: list[int] | None, dtype: str
+) -> None:
+    # Blocks of 2 rows of 12 elements: the in-place path over many blocks, with a last
+    # block shorter than the rest and, for LogSumExp, a per-slice shift.
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as xp
+
+    import reference
+    from backends import assert_result
+
+    monkeypatch.setattr(_backends, "_SCRATCH_ELEMENTS", 24)
+    values = np.random.default_rng(7).uniform(-3, 3, (7, 3, 4)).astype(dtype)
+    data = torch.from_numpy(values)
+    assert _backends.scratch_rows(xp, data) == 2
+    result = getattr(anyreduce, op)(data, axes, keepdims=False)
+    expected = reference.reduce(op, values, axes, keepdims=False)
+    shape = () if axes is None else tuple(n for i, n in enumerate(values.shape) if i not in axes)
+    magnitude = float(np.abs(values.astype(np.float64)).sum())
+    assert_result(result, xp, dtype, shape, expected, atol=2.0**-40 * magnitude)
+
+
+def test_torch_scratch_only_for_plain_eager_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as xp
+
+    plain = torch.ones(3, 4)
+    assert _backends.scratch_rows(xp, plain) is not None
+    assert _backends.scratch_rows(xp, torch.ones(3, 4, requires_grad=True)) is None
+    with torch.no_grad():
+        assert _backends.scratch_rows(xp, torch.ones(3, 4, requires_grad=True)) is not None
+    assert _backends.scratch_rows(xp, torch.ones(3, 4, device="meta")) is None
+    seen: list[object] = []
+
+    def probe(t: object) -> object:
+        seen.append(_backends.scratch_rows(xp, t))
+        return t
+
+    torch.func.vmap(probe)(torch.ones(2, 3, 4))
+    assert seen == [None]
+    assert _backends.scratch_rows(np, np.ones((3, 4))) is None

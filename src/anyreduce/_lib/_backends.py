@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +27,11 @@ __all__ = [
     "lift",
     "lower",
     "namespace",
+    "scratch_rows",
     "sums_pairwise",
     "tree_reduce",
     "wraps_uint64",
+    "write_elementwise",
 ]
 
 Namespace = Any
@@ -319,3 +322,47 @@ def block_elements(xp: Namespace) -> int | None:
     ):
         return None
     return 2**18
+
+
+# Scratch buffer of the in-place block path, in elements (4 MiB of float32).
+_SCRATCH_ELEMENTS = 2**20
+
+
+def scratch_rows(xp: Namespace, x: Array) -> int | None:
+    """Rows of ``x`` per block when the element-wise step writes into one reused buffer.
+
+    PyTorch on the CPU: a fresh buffer per block is above glibc's mmap threshold and
+    page-faults anew (blocked ``sum(b * b)`` of float32 (4096, 8192): 57 ms against 4-5 ms
+    for the plain sum; one full temporary: 53 ms), while blocks written into one ``out=``
+    buffer cost 7.6-10 ms (torch 2.13, 2 cores). Only for plain eager tensors: under
+    autograd, ``torch.func`` transforms or ``torch.compile`` the functional form is used.
+    None everywhere else.
+    """
+    if not array_api_compat.is_torch_namespace(xp) or x.ndim == 0:
+        return None
+    import torch
+
+    if (
+        type(x) is not torch.Tensor
+        or x.device.type != "cpu"
+        or (x.requires_grad and torch.is_grad_enabled())
+        or torch.compiler.is_compiling()
+        or torch._C._functorch.is_functorch_wrapped_tensor(x)
+    ):
+        return None
+    row = math.prod(x.shape[1:])
+    return max(1, _SCRATCH_ELEMENTS // max(1, row))
+
+
+def write_elementwise(kind: str, block: Array, out: Array, companion: Array | None) -> Array:
+    """``out`` (a torch scratch view) holding ``kind`` of ``block``, computed in place.
+
+    ``kind`` is ``"square"``, ``"abs"`` or ``"exp_shift"`` (exp(block - companion)); the
+    copy casts to the scratch dtype, the accumulation dtype of the caller.
+    """
+    out.copy_(block)
+    if kind == "square":
+        return out.mul_(out)
+    if kind == "abs":
+        return out.abs_()
+    return out.sub_(companion).exp_()

@@ -46,6 +46,8 @@ def map_sum(
     keepdims: bool,
     dtype: Any,
     f: Callable[[Array, Part], Array],
+    *,
+    inplace: tuple[str, Array | None] | None = None,
 ) -> Array:
     """``rsum(f(x, part))`` over ``axes``, accumulated in ``dtype``, with cache-sized temporaries.
 
@@ -53,16 +55,35 @@ def map_sum(
     (a per-slice shift, say) that match the block it is given. Blocks follow axis 0: when
     it is reduced, the block sums are summed again by :func:`rsum` (its accuracy holds);
     when it is kept, they are joined. An axis-0 row larger than a block is not split.
+    ``inplace`` names the same step for the backend layer's in-place form, ``(kind,
+    companion)`` (see ``_backends.write_elementwise``), used where the backend asks for it.
     """
     block = _backends.block_elements(xp)
     rows = x.shape[0] if x.ndim else 1
     per_block = max(1, block // max(1, math.prod(x.shape[1:]))) if block else rows
+    scratch_rows = _backends.scratch_rows(xp, x) if inplace is not None and axes else None
+    if scratch_rows is not None:
+        per_block = scratch_rows
     if not axes or per_block >= rows:
         return rsum(xp, f(x, _whole), axes, keepdims, dtype)
+    scratch = None
+    if scratch_rows is not None:
+        scratch = xp.empty((per_block, *x.shape[1:]), dtype=dtype, device=x.device)
     parts: list[Array] = []
     for start in range(0, rows, per_block):
         block = x[start : start + per_block, ...]
-        parts.append(rsum(xp, f(block, _rows(start, start + per_block)), axes, True, dtype))
+        part = _rows(start, start + per_block)
+        if scratch is not None and inplace is not None:
+            kind, companion = inplace
+            values = _backends.write_elementwise(
+                kind,
+                block,
+                scratch[: block.shape[0], ...],
+                None if companion is None else part(companion),
+            )
+        else:
+            values = f(block, part)
+        parts.append(rsum(xp, values, axes, True, dtype))
         if 0 in axes and len(parts) == _FAN_IN:
             # Fold the block sums sixteen at a time: a tree, as accurate as rsum's own
             # blocks, that holds at most sixteen partial results at once.

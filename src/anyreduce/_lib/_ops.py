@@ -44,7 +44,8 @@ def _sum_square(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: A
     if _dtypes.is_integer(xp, dtype):
         return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: b * b)
     acc = _dtypes.compute_float(xp, dtype)
-    return xp.astype(map_sum(xp, x, axes, keepdims, acc, _squares(xp, acc)), dtype)
+    total = map_sum(xp, x, axes, keepdims, acc, _squares(xp, acc), inplace=("square", None))
+    return xp.astype(total, dtype)
 
 
 def _squares(xp: Namespace, acc: Any) -> Callable[[Array, Part], Array]:
@@ -62,7 +63,8 @@ def _l1(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> A
         return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: int_abs(xp, b, dtype))
     acc = _dtypes.compute_float(xp, dtype)
     magnitude = _backends.abs_with_zero_subgradient(xp)
-    return xp.astype(map_sum(xp, x, axes, keepdims, acc, lambda b, _: magnitude(b)), dtype)
+    total = map_sum(xp, x, axes, keepdims, acc, lambda b, _: magnitude(b), inplace=("abs", None))
+    return xp.astype(total, dtype)
 
 
 def _root(xp: Namespace, total: Array) -> Array:
@@ -86,7 +88,9 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
 def _l2_float(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     for wide in (_dtypes.compute_float(xp, dtype), _dtypes.widest_float(xp)):
         if _squares_fit(xp, dtype, wide):
-            return _root(xp, map_sum(xp, x, axes, keepdims, wide, _squares(xp, wide)))
+            squares = _squares(xp, wide)
+            total = map_sum(xp, x, axes, keepdims, wide, squares, inplace=("square", None))
+            return _root(xp, total)
     # No wider type: scale each slice by its largest magnitude (see _scaled_squares).
     y = xp.astype(x, _dtypes.compute_float(xp, dtype), copy=False)
     scale, total = _backends.chunkwise(xp, y, axes, _scaled_squares, _merge_scaled, (1, 0), y.dtype)
@@ -192,7 +196,15 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
     """
     m = rmax(xp, y, axes, True, y.dtype)
     shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    total = map_sum(xp, y, axes, True, y.dtype, lambda b, part: xp.exp(b - part(shift)))
+    total = map_sum(
+        xp,
+        y,
+        axes,
+        True,
+        y.dtype,
+        lambda b, part: xp.exp(b - part(shift)),
+        inplace=("exp_shift", shift),
+    )
     return shift, total
 
 
