@@ -65,3 +65,19 @@ def test_numpy_ieee_warnings_are_silenced(module: str) -> None:
         anyreduce.reduce_log_sum(data, [1])
         anyreduce.reduce_log_sum_exp(data, [1])
         anyreduce.reduce_mean(xp.asarray([np.inf, -np.inf]))
+
+
+@pytest.mark.parametrize("keepdims", [True, False])
+@pytest.mark.parametrize("dtype", ["int16", "float32", "float64"])
+def test_torch_product_over_every_axis(keepdims: bool, dtype: str) -> None:
+    # torch.prod over a tuple of all dims copies its input; anyreduce takes the product of
+    # the flattened array instead, with the same result and shape.
+    pytest.importorskip("torch")
+    import array_api_compat.torch as xp
+
+    values = np.random.default_rng(3).uniform(0.5, 1.5, (3, 4, 5)).astype(dtype)
+    if dtype == "int16":
+        values = np.arange(-30, 30, dtype=dtype).reshape(3, 4, 5)
+    result = anyreduce.reduce_prod(make(xp, values, dtype), keepdims=keepdims)
+    expected = reference.reduce("reduce_prod", values, None, keepdims=keepdims)
+    assert_result(result, xp, dtype, (1, 1, 1) if keepdims else (), expected)

@@ -99,6 +99,9 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
     """Product accumulated in ``dtype`` (integers wrap modulo 2**bits)."""
     if not axes:
         return xp.astype(x, dtype, copy=True)
+    if len(axes) == x.ndim > 1 and _backends.prod_all_axes_copies(xp):
+        total = xp.prod(xp.reshape(x, (-1,)), axis=0, dtype=dtype)
+        return xp.reshape(total, (1,) * x.ndim) if keepdims else total
     return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
 
 
