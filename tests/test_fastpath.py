@@ -135,12 +135,14 @@ def test_torch_scratch_blocks_agree_with_the_oracle(
     assert_result(result, xp, dtype, shape, expected, atol=2.0**-40 * magnitude)
 
 
-def test_torch_scratch_only_for_plain_eager_tensors() -> None:
+def test_torch_scratch_only_for_plain_eager_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
     import array_api_compat.torch as xp
 
+    monkeypatch.setattr(_backends, "_SCRATCH_ELEMENTS", 4)
     plain = torch.ones(3, 4)
     assert _backends.scratch_rows(xp, plain) is not None
+    assert _backends.scratch_rows(xp, torch.ones(1, 4)) is None  # one block: no scratch
     assert _backends.scratch_rows(xp, torch.ones(3, 4, requires_grad=True)) is None
     with torch.no_grad():
         assert _backends.scratch_rows(xp, torch.ones(3, 4, requires_grad=True)) is not None

@@ -339,8 +339,8 @@ def scratch_rows(xp: Namespace, x: Array) -> int | None:
     autograd, ``torch.func`` transforms or ``torch.compile`` the functional form is used.
     None everywhere else.
     """
-    if not array_api_compat.is_torch_namespace(xp) or x.ndim == 0:
-        return None
+    if not array_api_compat.is_torch_namespace(xp) or math.prod(x.shape) <= _SCRATCH_ELEMENTS:
+        return None  # fits in one block: the functional form makes no larger temporary
     import torch
 
     if (
