@@ -24,9 +24,12 @@ __all__ = [
     "chunkwise",
     "compiled",
     "computing",
+    "fused_squares",
     "lift",
     "lower",
     "namespace",
+    "patch_slices",
+    "patches_slices",
     "prod_all_axes_copies",
     "scratch_rows",
     "sums_pairwise",
@@ -341,26 +344,30 @@ def scratch_rows(xp: Namespace, x: Array) -> int | None:
     """
     if not array_api_compat.is_torch_namespace(xp) or math.prod(x.shape) <= _SCRATCH_ELEMENTS:
         return None  # fits in one block: the functional form makes no larger temporary
-    import torch
-
-    if (
-        type(x) is not torch.Tensor
-        or x.device.type != "cpu"
-        or (x.requires_grad and torch.is_grad_enabled())
-        or torch.compiler.is_compiling()
-        or torch._C._functorch.is_functorch_wrapped_tensor(x)
-    ):
+    if not _eager_torch(x):
         return None
-    row = math.prod(x.shape[1:])
+    row: int = math.prod(x.shape[1:])
     return max(1, _SCRATCH_ELEMENTS // max(1, row))
 
 
 def write_elementwise(kind: str, block: Array, out: Array, companion: Array | None) -> Array:
     """``out`` (a torch scratch view) holding ``kind`` of ``block``, computed in place.
 
-    ``kind`` is ``"square"``, ``"abs"`` or ``"exp_shift"`` (exp(block - companion)); the
-    copy casts to the scratch dtype, the accumulation dtype of the caller.
+    ``kind`` is ``"square"``, ``"abs"`` or ``"exp_shift"`` (exp(block - companion)). Where
+    ``block`` is in the scratch dtype the first step reads the block and writes the scratch
+    in one pass (``torch.mul(b, b, out=s)``: SumSquare of float32 (4096, 8192) over the
+    last axis took 9.5 ms against 13.3 ms for a copy then ``mul_``, one thread, torch
+    2.13); otherwise the copy casts to the scratch dtype, the caller's accumulation dtype,
+    before any arithmetic.
     """
+    import torch
+
+    if block.dtype == out.dtype:
+        if kind == "square":
+            return torch.mul(block, block, out=out)
+        if kind == "abs":
+            return torch.abs(block, out=out)
+        return torch.sub(block, companion, out=out).exp_()  # type: ignore[arg-type]
     out.copy_(block)
     if kind == "square":
         return out.mul_(out)
@@ -377,3 +384,85 @@ def prod_all_axes_copies(xp: Namespace) -> bool:
     (contiguous: a view) array it takes one pass (torch 2.13).
     """
     return bool(array_api_compat.is_torch_namespace(xp))
+
+
+def fused_squares(xp: Namespace) -> str | None:
+    """The standard function that sums squares in one pass on ``xp``, or None.
+
+    ``"vecdot"`` on NumPy, whose vecdot calls the BLAS dot per row: SumSquare of float32
+    (4096, 8192) over the last axis, as dots of 128 terms summed pairwise, took 6.3 ms
+    against 7.2 ms for the plain sum and 16.7 ms for blocked squares then sums (numpy
+    2.4, OpenBLAS 0.3.31). ``"vector_norm"`` on PyTorch, whose vecdot multiplies into a
+    full temporary but whose vector_norm is one vectorised pass: norms of 128 terms,
+    squared and summed, took 4.4 ms against 4.0 ms for the plain sum and 7.8 ms for
+    squares written block by block into a scratch buffer (torch 2.13, 2 threads). XLA
+    fuses the plain expression.
+    """
+    if array_api_compat.is_numpy_namespace(xp):
+        return "vecdot"
+    if array_api_compat.is_torch_namespace(xp):
+        return "vector_norm"
+    return None
+
+
+def _eager_torch(x: Array) -> bool:
+    import torch
+
+    return bool(
+        type(x) is torch.Tensor
+        and x.device.type == "cpu"
+        and not (x.requires_grad and torch.is_grad_enabled())
+        and not torch.compiler.is_compiling()
+        and not torch._C._functorch.is_functorch_wrapped_tensor(x)
+    )
+
+
+def patches_slices(xp: Namespace) -> bool:
+    """Whether results are computed once and then patched by :func:`patch_slices`.
+
+    True for NumPy, PyTorch and JAX. Dask keeps one pass that is safe chunk by chunk, and
+    array-api-strict the range-safe form throughout.
+    """
+    return bool(
+        array_api_compat.is_numpy_namespace(xp)
+        or array_api_compat.is_torch_namespace(xp)
+        or array_api_compat.is_jax_namespace(xp)
+    )
+
+
+def patch_slices(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    result: Array,
+    suspect: Array,
+    fn: Callable[[Array, Axes], Array],
+) -> Array:
+    """``result`` (keepdims shape) with the slices where ``suspect`` holds recomputed by ``fn``.
+
+    ``fn(y, axes)`` reduces ``y`` over ``axes`` with keepdims. NumPy and PyTorch gather
+    the suspect slices only (a view moves the reduced axes last, integer indexing copies
+    just those slices) and scatter their results back; JAX computes ``fn`` over the whole
+    data only when some slice needs it. Traced, autograd, meta and CUDA PyTorch tensors
+    take both results and select, with no data-dependent shape and no host sync.
+    """
+    if array_api_compat.is_jax_namespace(xp):
+        import jax
+
+        return jax.lax.cond(
+            xp.any(suspect), lambda: xp.where(suspect, fn(x, axes), result), lambda: result
+        )
+    if array_api_compat.is_torch_namespace(xp) and not _eager_torch(x):
+        return xp.where(suspect, fn(x, axes), result)
+    if not bool(xp.any(suspect)):
+        return result
+    kept = tuple(a for a in range(x.ndim) if a not in axes)
+    if not kept:
+        return fn(x, axes)
+    flags = xp.reshape(suspect, tuple(x.shape[a] for a in kept))
+    index = xp.nonzero(flags)
+    slices = xp.permute_dims(x, (*kept, *axes))[index]
+    values = fn(slices, tuple(range(1, slices.ndim)))
+    patched = xp.reshape(xp.asarray(result, copy=True), flags.shape)
+    patched[index] = xp.reshape(values, (-1,))
+    return xp.reshape(patched, result.shape)

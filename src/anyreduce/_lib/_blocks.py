@@ -18,7 +18,7 @@ from . import _backends
 from ._axes import reduced_shape
 from ._kernels import rsum
 
-__all__ = ["map_sum"]
+__all__ = ["map_sum", "square_sum"]
 
 Namespace = Any
 Array = Any
@@ -26,6 +26,9 @@ Axes = tuple[int, ...]
 #: Takes an array broadcastable against the data (keepdims shape) to its part for a block.
 Part = Callable[[Array], Array]
 _FAN_IN = 16
+#: Terms per dot product of :func:`square_sum`: short enough that the dot's own running
+#: sums stay accurate, long enough that each call does real work.
+_DOT_BLOCK = 128
 
 
 def _whole(companion: Array) -> Array:
@@ -92,3 +95,44 @@ def map_sum(
     if 0 in axes and len(parts) > 1:
         total = rsum(xp, total, (0,), True, dtype)
     return total if keepdims else xp.reshape(total, reduced_shape(tuple(x.shape), axes, False))
+
+
+def square_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array | None:
+    """Sum of squares of float ``x`` in one fused pass; None where that does not apply.
+
+    The contiguous trailing run of reduced axes is viewed as rows of ``_DOT_BLOCK`` terms;
+    each row's sum of squares comes from a standard function the backend runs as one
+    vectorised pass (``_backends.fused_squares``: ``vecdot(r, r)``, or
+    ``vector_norm(r) ** 2``), and the row results are summed by :func:`rsum`, so the error
+    grows with log(n) levels. Applies where the backend has such a function, ``x`` is
+    already in ``dtype``, the last axis is reduced and the run can be viewed without a copy.
+    """
+    kind = _backends.fused_squares(xp)
+    if kind is None or not axes or axes[-1] != x.ndim - 1 or x.dtype != dtype:
+        return None
+    inner = x.ndim
+    while inner > 0 and inner - 1 in axes:
+        inner -= 1
+    outer = tuple(x.shape[:inner])
+    length = math.prod(x.shape[inner:])
+    head = length - length % _DOT_BLOCK
+    try:
+        rows = xp.reshape(x, (*outer, length), copy=False)
+        blocks = xp.reshape(rows[..., :head], (*outer, head // _DOT_BLOCK, _DOT_BLOCK), copy=False)
+    except ValueError:  # not a view: the blocked element-wise sum holds less memory
+        return None
+    total = rsum(xp, _row_squares(xp, kind, blocks), (len(outer),), False, dtype)
+    if head < length:
+        total = total + _row_squares(xp, kind, rows[..., head:])
+    rest = tuple(a for a in axes if a < inner)
+    if rest:
+        total = rsum(xp, total, rest, True, dtype)
+    return xp.reshape(total, reduced_shape(tuple(x.shape), axes, keepdims))
+
+
+def _row_squares(xp: Namespace, kind: str, rows: Array) -> Array:
+    """The sum of squares along the last axis of ``rows``, by the function ``kind`` names."""
+    if kind == "vecdot":
+        return xp.vecdot(rows, rows, axis=-1)
+    norms = xp.linalg.vector_norm(rows, axis=-1)
+    return norms * norms

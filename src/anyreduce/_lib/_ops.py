@@ -18,7 +18,7 @@ from array_api_compat import device as device_of
 
 from . import _backends, _dtypes
 from ._axes import reduced_shape
-from ._blocks import Part, map_sum
+from ._blocks import Part, map_sum, square_sum
 from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
 
 __all__ = ["OPS", "Op", "run"]
@@ -44,8 +44,15 @@ def _sum_square(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: A
     if _dtypes.is_integer(xp, dtype):
         return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: b * b)
     acc = _dtypes.compute_float(xp, dtype)
-    total = map_sum(xp, x, axes, keepdims, acc, _squares(xp, acc), inplace=("square", None))
-    return xp.astype(total, dtype)
+    return xp.astype(_square_total(xp, x, axes, keepdims, acc), dtype)
+
+
+def _square_total(xp: Namespace, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
+    """The sum of squares of float ``x`` computed in ``acc``: fused dots or blocked squares."""
+    fused = square_sum(xp, x, axes, keepdims, acc)
+    if fused is not None:
+        return fused
+    return map_sum(xp, x, axes, keepdims, acc, _squares(xp, acc), inplace=("square", None))
 
 
 def _squares(xp: Namespace, acc: Any) -> Callable[[Array, Part], Array]:
@@ -86,6 +93,27 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
 
 
 def _l2_float(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    acc = _dtypes.compute_float(xp, dtype)
+    if x.dtype != acc or not _backends.patches_slices(xp):
+        return _l2_safe(x, axes, keepdims, xp=xp, dtype=dtype)
+    # One pass in the data's own dtype; only slices whose sum of squares overflowed, or
+    # is so small that squares lost to underflow could matter, are computed again.
+    total = _square_total(xp, x, axes, True, acc)
+    info = xp.finfo(acc)
+    # Each underflowed square is off by at most the smallest normal number: below this
+    # floor their error could exceed a quarter of eps * total.
+    floor = 4 * _count(x.shape, axes) * float(info.smallest_normal) / float(info.eps)
+    suspect = (total == math.inf) | (total < floor)
+
+    def safe(y: Array, over: Axes) -> Array:
+        return xp.astype(_l2_safe(y, over, True, xp=xp, dtype=dtype), acc)
+
+    root = _backends.patch_slices(xp, x, axes, _root(xp, total), suspect, safe)
+    return _keep(xp, root, x.shape, axes, keepdims)
+
+
+def _l2_safe(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    """L2 of float ``x`` that neither overflows nor underflows in intermediate steps."""
     for wide in (_dtypes.compute_float(xp, dtype), _dtypes.widest_float(xp)):
         if _squares_fit(xp, dtype, wide):
             squares = _squares(xp, wide)

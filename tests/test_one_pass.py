@@ -1,0 +1,161 @@
+"""One-pass kernels: sums of squares through fused dot products, and L2 computed in the
+data's own dtype with only the slices that over- or underflowed computed again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anyreduce
+import reference
+from anyreduce._lib import _backends
+from anyreduce._lib._blocks import square_sum
+from backends import assert_result, backend_of, make
+
+# Rows of every kind the range check must tell apart: plain, overflowing squares,
+# underflowing squares, all zero, one huge among small, inf, NaN, subnormal.
+_ROWS = [
+    [1.0, -2.0, 3.0, 0.5],
+    [1e20, -1e20, 3e19, 0.0],
+    [1e-30, 1e-30, -2e-30, 0.0],
+    [0.0, 0.0, 0.0, 0.0],
+    [1e19, 1e-30, 1.0, -2.0],
+    [1.0, float("inf"), 2.0, 3.0],
+    [1.0, float("nan"), 2.0, 3.0],
+]
+_ROWS64 = [[v * 1e180 if abs(v) >= 1e19 else v for v in row] for row in _ROWS] + [
+    [1e-200, -1e-200, 0.0, 3e-200]
+]
+
+
+def _data(dtype: str) -> np.ndarray:
+    rows = _ROWS64 if dtype == "float64" else _ROWS
+    base = np.array(rows, dtype=dtype)
+    # (rows, 3, 4): each row of values repeated along a middle axis.
+    return np.repeat(base[:, None, :], 3, axis=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [[2], [1, 2], [0], [0, 2], None, []], ids=str)
+def test_l2_in_the_data_dtype_recomputes_what_overflowed_or_underflowed(
+    xp: Any, dtype_available: Any, dtype: str, axes: list[int] | None
+) -> None:
+    dtype_available(dtype)
+    values = _data(dtype)
+    data = make(xp, values, dtype)
+    noop = axes == []
+    result = anyreduce.reduce_l2(data, axes, keepdims=False, noop_with_empty_axes=noop)
+    expected = reference.reduce(
+        "reduce_l2", values, axes, keepdims=False, noop_with_empty_axes=noop
+    )
+    kept = tuple(
+        n for i, n in enumerate(values.shape) if axes is not None and axes and i not in axes
+    )
+    shape = values.shape if axes == [] else kept
+    assert_result(result, xp, dtype, shape, expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_l2_of_subnormal_values(
+    xp: Any, dtype_available: Any, dtype: str, request: pytest.FixtureRequest
+) -> None:
+    dtype_available(dtype)
+    if backend_of(xp) in ("jax", "jax32"):
+        reason = "XLA on the CPU reads subnormal inputs as zero: jnp.sum of [1e-40] is 0"
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    values = np.array([[3 * tiny, 0.0, -4 * tiny], [1.0, 2.0, 2.0]], dtype=dtype)
+    result = anyreduce.reduce_l2(make(xp, values, dtype), [1], keepdims=False)
+    assert_result(result, xp, dtype, (2,), [5 * tiny, 3.0])
+
+
+def test_only_suspect_slices_are_recomputed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import array_api_compat.numpy as xp
+
+    from anyreduce._lib import _ops
+
+    seen: list[tuple[int, ...]] = []
+    safe = _ops._l2_safe
+
+    def spy(y: Any, axes: Any, keepdims: bool, **kw: Any) -> Any:
+        seen.append(tuple(y.shape))
+        return safe(y, axes, keepdims, **kw)
+
+    monkeypatch.setattr(_ops, "_l2_safe", spy)
+    values = np.random.default_rng(0).standard_normal((1000, 64)).astype(np.float32)
+    values[[3, 500], 7] = 1e25  # two rows overflow in float32
+    values[900] = 0.0  # one row is zero
+    result = anyreduce.reduce_l2(values, [1], keepdims=False)
+    assert seen == [(3, 64)]
+    want = np.sqrt(np.sum(values.astype(np.float64) ** 2, axis=1)).astype(np.float32)
+    np.testing.assert_allclose(result, want, rtol=2e-7)
+    seen.clear()
+    anyreduce.reduce_l2(np.ones((1000, 64), np.float32), [1])
+    assert seen == []  # nothing suspect: one pass only
+    assert xp is not None
+
+
+def test_torch_eager_and_traced_paths_agree() -> None:
+    torch = pytest.importorskip("torch")
+    values = _data("float32")
+    eager = anyreduce.reduce_l2(torch.from_numpy(values), [2], keepdims=False)
+    leaf = torch.from_numpy(values).requires_grad_(True)
+    tracked = anyreduce.reduce_l2(leaf, [2], keepdims=False)
+    torch.testing.assert_close(eager, tracked.detach(), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [
+        ((3, 300), (1,)),
+        ((3, 300), (0, 1)),
+        ((5, 4, 130), (1, 2)),
+        ((5, 4, 130), (2,)),
+        ((5, 4, 130), (0, 2)),
+        ((2, 3, 128), (0, 1, 2)),
+        ((7, 5), (1,)),  # shorter than one dot block: the tail alone
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("keepdims", [True, False])
+def test_fused_square_sum_matches_the_oracle(
+    shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
+) -> None:
+    import array_api_compat.numpy as xp
+
+    values = np.random.default_rng(3).uniform(-2, 2, shape).astype(np.float32)
+    got = square_sum(xp, values, axes, keepdims, xp.float32)
+    assert got is not None
+    expected = reference.reduce("reduce_sum_square", values, list(axes), keepdims=keepdims)
+    assert got.dtype == np.float32
+    assert got.shape == np.asarray(expected).shape
+    np.testing.assert_allclose(got, np.asarray(expected, dtype=np.float64), rtol=4e-7)
+
+
+def test_fused_square_sum_applies_only_to_views_of_reduced_trailing_axes() -> None:
+    import array_api_compat.numpy as xp
+
+    values = np.ones((6, 8), dtype=np.float32)
+    assert square_sum(xp, values, (0,), False, xp.float32) is None  # last axis kept
+    assert square_sum(xp, values.T, (0, 1), False, xp.float32) is None  # would copy
+    assert square_sum(xp, values, (1,), False, xp.float64) is None  # needs a cast
+    assert square_sum(xp, values.T, (1,), False, xp.float32) is not None  # rows are views
+    assert _backends.fused_squares(xp) == "vecdot"
+    torch_xp = pytest.importorskip("array_api_compat.torch")
+    assert _backends.fused_squares(torch_xp) == "vector_norm"
+    assert _backends.fused_squares(pytest.importorskip("jax.numpy")) is None
+
+
+def test_fused_square_sum_keeps_its_accuracy_over_long_rows(xp: Any) -> None:
+    # 10**5 values of 0.1: a dot product of them all is off by ~140 eps * M (OpenBLAS).
+    if backend_of(xp) not in ("numpy", "torch", "jax", "jax32"):
+        pytest.skip("the one-pass kernels are for numpy, torch and jax")
+    values = np.full((2, 100_000), 0.1, dtype=np.float32)
+    data = make(xp, values, "float32")
+    total = float(reference.reduce("reduce_sum_square", values[:1], [1], keepdims=False)[0])
+    got = np.asarray(anyreduce.reduce_sum_square(data, [1], keepdims=False), dtype=np.float64)
+    assert np.all(np.abs(got - total) <= 8 * np.finfo(np.float32).eps * total)
+    got_l2 = np.asarray(anyreduce.reduce_l2(data, [1], keepdims=False), dtype=np.float64)
+    assert np.all(np.abs(got_l2**2 - total) <= 10 * np.finfo(np.float32).eps * total)
