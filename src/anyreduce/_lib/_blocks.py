@@ -18,7 +18,7 @@ from . import _backends
 from ._axes import reduced_shape
 from ._kernels import rsum
 
-__all__ = ["map_sum", "square_sum"]
+__all__ = ["map_merge", "map_sum", "square_sum"]
 
 Namespace = Any
 Array = Any
@@ -40,6 +40,58 @@ def _rows(start: int, stop: int) -> Part:
         return companion if companion.shape[0] == 1 else companion[start:stop, ...]
 
     return part
+
+
+#: Per-block statistics (keepdims), given the block, the axes and a scratch view or None.
+Partial = Callable[[Array, Axes, "Array | None"], tuple[Array, ...]]
+#: Statistics of several blocks, joined along axis 0, merged into one set (keepdims).
+Merge = Callable[[tuple[Array, ...], Axes], tuple[Array, ...]]
+
+
+def _layout(xp: Namespace, x: Array, scratch: bool) -> tuple[int, int, bool]:
+    """Rows of ``x`` along axis 0, rows per block, and whether blocks write a scratch buffer."""
+    block = _backends.block_elements(xp)
+    rows = x.shape[0] if x.ndim else 1
+    per_block = max(1, block // max(1, math.prod(x.shape[1:]))) if block else rows
+    scratch_rows = _backends.scratch_rows(xp, x) if scratch else None
+    if scratch_rows is not None:
+        return rows, scratch_rows, True
+    return rows, per_block, False
+
+
+def map_merge(
+    xp: Namespace, x: Array, axes: Axes, dtype: Any, partial: Partial, merge: Merge
+) -> tuple[Array, ...]:
+    """Statistics of ``x`` over ``axes`` (kept), computed block by block and merged.
+
+    ``partial(block, axes, scratch)`` gives a block's statistics, a per-slice shift and
+    sum say, from the block alone, so each block is read from memory once and everything
+    else runs in cache; ``scratch`` is a reused buffer of the block's shape in ``dtype``
+    where the backend asks for one (see ``_backends.scratch_rows``), else None. Blocks follow
+    axis 0: when it is reduced, ``merge`` combines the statistics of up to sixteen blocks
+    at a time; when it is kept, they are joined.
+    """
+    rows, per_block, scratch = _layout(xp, x, True)
+    if not axes or per_block >= rows:
+        return partial(x, axes, None)
+    buffer = None
+    if scratch:
+        buffer = xp.empty((per_block, *x.shape[1:]), dtype=dtype, device=x.device)
+    results: list[tuple[Array, ...]] = []
+    for start in range(0, rows, per_block):
+        block = x[start : start + per_block, ...]
+        out = None if buffer is None else buffer[: block.shape[0], ...]
+        results.append(partial(block, axes, out))
+        if 0 in axes and len(results) == _FAN_IN:
+            results = [merge(_joined(xp, results), axes)]
+    if len(results) == 1:
+        return results[0]
+    joined = _joined(xp, results)
+    return merge(joined, axes) if 0 in axes else joined
+
+
+def _joined(xp: Namespace, results: list[tuple[Array, ...]]) -> tuple[Array, ...]:
+    return tuple(xp.concat(list(parts), axis=0) for parts in zip(*results, strict=True))
 
 
 def map_sum(

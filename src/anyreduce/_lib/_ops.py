@@ -18,7 +18,7 @@ from array_api_compat import device as device_of
 
 from . import _backends, _dtypes
 from ._axes import reduced_shape
-from ._blocks import Part, map_sum, square_sum
+from ._blocks import Part, map_merge, map_sum, square_sum
 from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
 
 __all__ = ["OPS", "Op", "run"]
@@ -217,22 +217,27 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: 
 
 
 def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
-    """Per slice (keepdims): its maximum m and the sum of exp(y - m).
+    """Per slice (keepdims): a shift m and the sum of exp(y - m), m a maximum of the slice.
 
-    The shift keeps exp from overflowing; a slice whose maximum is +-inf or NaN is not
-    shifted, which gives +inf, -inf and NaN by IEEE rules.
+    Each block takes its own maximum (so the data are read once) and the blocks' sums are
+    brought to the largest shift when merged. The shift keeps exp from overflowing; a
+    slice whose maximum is +-inf or NaN is not shifted, which gives +inf, -inf and NaN by
+    IEEE rules.
     """
-    m = rmax(xp, y, axes, True, y.dtype)
-    shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    total = map_sum(
-        xp,
-        y,
-        axes,
-        True,
-        y.dtype,
-        lambda b, part: xp.exp(b - part(shift)),
-        inplace=("exp_shift", shift),
-    )
+
+    def block_sums(block: Array, over: Axes, scratch: Array | None) -> tuple[Array, Array]:
+        m = rmax(xp, block, over, True, block.dtype)
+        shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+        if scratch is None:
+            values = _backends.exp_of_difference(xp, block, shift)
+        else:
+            values = _backends.write_elementwise("exp_shift", block, scratch, shift)
+        return shift, rsum(xp, values, over, True, block.dtype)
+
+    def merge(parts: tuple[Array, ...], over: Axes) -> tuple[Array, ...]:
+        return _merge_shifted(xp, parts, over)
+
+    shift, total = map_merge(xp, y, axes, y.dtype, block_sums, merge)
     return shift, total
 
 
