@@ -3,6 +3,7 @@ data's own dtype with only the slices that over- or underflowed computed again."
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -159,3 +160,53 @@ def test_fused_square_sum_keeps_its_accuracy_over_long_rows(xp: Any) -> None:
     assert np.all(np.abs(got - total) <= 8 * np.finfo(np.float32).eps * total)
     got_l2 = np.asarray(anyreduce.reduce_l2(data, [1], keepdims=False), dtype=np.float64)
     assert np.all(np.abs(got_l2**2 - total) <= 10 * np.finfo(np.float32).eps * total)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [
+        ((3, 1000), [1]),
+        ((3, 1000), None),
+        ((4, 5, 300), [2]),
+        ((4, 5, 300), [1, 2]),
+        ((4, 5, 300), [0, 2]),
+        ((2, 512), [1]),  # rows of 256 exactly, no tail
+        ((3, 300), [0]),  # last axis kept: the backend's own product
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_products_over_long_axes_match_the_oracle(
+    xp: Any, dtype_available: Any, shape: tuple[int, ...], axes: list[int] | None, dtype: str
+) -> None:
+    # Long enough for NumPy's rows of 256 (and JAX's staged product over every axis).
+    dtype_available(dtype)
+    rng = np.random.default_rng(11)
+    if dtype.startswith("int"):
+        values = rng.integers(-3, 4, shape).astype(dtype)  # the product wraps
+    else:
+        values = (1 + rng.uniform(-0.01, 0.01, shape)).astype(dtype)
+        values.flat[7] = -values.flat[7]
+    for data in (make(xp, values, dtype), make(xp, values.T.copy(), dtype)):
+        source = values if data.shape == values.shape else values.T
+        kept = (
+            axes
+            if data.shape == values.shape or axes is None
+            else [source.ndim - 1 - a for a in axes]
+        )
+        result = anyreduce.reduce_prod(data, kept, keepdims=True)
+        expected = reference.reduce("reduce_prod", source, kept, keepdims=True)
+        out_shape = tuple(1 if kept is None or i in kept else n for i, n in enumerate(source.shape))
+        n = source.size if kept is None else math.prod(source.shape[a] for a in kept)
+        rtol = n * float(np.finfo(dtype).eps) if dtype.startswith("float") else None
+        assert_result(result, xp, dtype, out_shape, expected, rtol=rtol)
+
+
+def test_products_keep_nan_inf_and_signed_zero() -> None:
+    values = np.ones((2, 1024), dtype=np.float32)
+    values[0, 5], values[0, 900] = np.inf, 0.0  # inf * 0: NaN
+    values[1, 3], values[1, 1000] = -0.0, 2.0  # -0: the product is -0
+    got = anyreduce.reduce_prod(values, [1], keepdims=False)
+    assert np.isnan(got[0])
+    assert got[1] == 0
+    assert np.signbit(got[1])

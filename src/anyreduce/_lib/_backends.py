@@ -32,7 +32,10 @@ __all__ = [
     "patch_slices",
     "patches_slices",
     "prod_all_axes_copies",
+    "prod_all_axes_staged",
+    "prod_split",
     "scratch_rows",
+    "staged",
     "sums_pairwise",
     "tree_reduce",
     "wraps_uint64",
@@ -438,6 +441,36 @@ def prod_all_axes_copies(xp: Namespace) -> bool:
     (contiguous: a view) array it takes one pass (torch 2.13).
     """
     return bool(array_api_compat.is_torch_namespace(xp))
+
+
+def prod_all_axes_staged(xp: Namespace) -> bool:
+    """Whether a product over every axis runs as axis 0 first, then the rest, apart.
+
+    XLA fuses a product over all axes of float32 (4096, 8192) into one slow reduction:
+    14.7 ms against 5.8 ms for the sum; axis 0 first (vectorised across the rest) and
+    the rest behind ``lax.optimization_barrier`` take 7.3 ms (jax 0.10, CPU).
+    """
+    return bool(array_api_compat.is_jax_namespace(xp))
+
+
+def staged(xp: Namespace, value: Array) -> Array:
+    """``value``, computed apart from what follows it (an optimisation barrier on JAX)."""
+    if array_api_compat.is_jax_namespace(xp):
+        import jax
+
+        return jax.lax.optimization_barrier(value)  # type: ignore[no-untyped-call]
+    return value
+
+
+def prod_split(xp: Namespace) -> int | None:
+    """Row width for products over a trailing run of axes, or None for the backend's own.
+
+    NumPy multiplies along a contiguous axis one factor after the other: the product of
+    float32 (4096, 8192) over the last axis took 28 ms against 5.8 ms for the sum. Viewed
+    as rows of 256 multiplied together (256 products side by side), then the 256
+    results, it takes 6.6 ms; over all axes 5.1 ms against 29 ms (numpy 2.4).
+    """
+    return 256 if array_api_compat.is_numpy_namespace(xp) else None
 
 
 def fused_squares(xp: Namespace) -> str | None:

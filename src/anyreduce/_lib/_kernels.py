@@ -102,7 +102,46 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
     if len(axes) == x.ndim > 1 and _backends.prod_all_axes_copies(xp):
         total = xp.prod(xp.reshape(x, (-1,)), axis=0, dtype=dtype)
         return xp.reshape(total, (1,) * x.ndim) if keepdims else total
+    if len(axes) == x.ndim > 1 and _backends.prod_all_axes_staged(xp):
+        first = _backends.staged(xp, xp.prod(x, axis=0, dtype=dtype))
+        total = xp.prod(first, axis=tuple(range(first.ndim)), dtype=dtype)
+        return xp.reshape(total, (1,) * x.ndim) if keepdims else total
+    width = _backends.prod_split(xp)
+    split = _split_prod(xp, x, axes, dtype, width) if width else None
+    if split is not None:
+        return split if keepdims else xp.reshape(split, _dropped(x.shape, axes))
     return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def _split_prod(xp: Namespace, x: Array, axes: Axes, dtype: Any, width: int) -> Array | None:
+    """Product (keepdims) with the trailing run of reduced axes viewed as rows of ``width``.
+
+    The rows are multiplied together first, ``width`` products side by side (vectorised),
+    then the ``width`` results: a product's rounding does not depend on the order much,
+    each factor adds one rounding either way. None where the run cannot be so viewed.
+    """
+    if axes[-1] != x.ndim - 1:
+        return None
+    inner = x.ndim
+    while inner > 0 and inner - 1 in axes:
+        inner -= 1
+    outer = tuple(x.shape[:inner])
+    length = math.prod(x.shape[inner:])
+    head = length - length % width
+    if head < 2 * width:
+        return None
+    try:
+        rows = xp.reshape(x, (*outer, length), copy=False)
+        blocks = xp.reshape(rows[..., :head], (*outer, head // width, width), copy=False)
+    except ValueError:
+        return None
+    total = xp.prod(xp.prod(blocks, axis=-2, dtype=dtype), axis=-1, dtype=dtype)
+    if head < length:
+        total = total * xp.prod(rows[..., head:], axis=-1, dtype=dtype)
+    rest = tuple(a for a in axes if a < inner)
+    if rest:
+        total = xp.prod(total, axis=rest, keepdims=True, dtype=dtype)
+    return xp.reshape(total, tuple(1 if i in axes else n for i, n in enumerate(x.shape)))
 
 
 def _flip_sign_bit(xp: Namespace, x: Array) -> Array:
