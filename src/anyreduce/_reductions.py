@@ -6,10 +6,11 @@ namespace, dtype and device.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ._lib import _backends, _dtypes
-from ._lib._axes import AxesLike, check_flag, normalize_axes
+from ._lib._axes import AxesLike, check_flag, normalize
 from ._lib._ops import OPS, run
 
 __all__ = [
@@ -28,15 +29,25 @@ __all__ = [
 Array = Any
 
 
+# (operator, array type, dtype) -> namespace, for data already found valid: one lookup in
+# place of the namespace and dtype checks, ~0.15 us of a small call.
+_VALID: dict[tuple[str, type, Any], Any] = {}
+
+
 def _reduce(
     name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
 ) -> Array:
     op = OPS[name]
-    xp = _backends.namespace(name, data)
-    _dtypes.check_dtype(name, xp, data.dtype, accepts_bool=op.accepts_bool)
+    try:
+        xp = _VALID[name, type(data), data.dtype]
+    except (KeyError, AttributeError, TypeError):  # new, not an array, or an unhashable dtype
+        xp = _backends.namespace(name, data)
+        _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
+        with contextlib.suppress(TypeError):
+            _VALID[name, type(data), data.dtype] = xp
     keep = check_flag(name, "keepdims", keepdims)
     noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
-    normal = normalize_axes(name, axes, data.ndim, noop_with_empty_axes=noop)
+    normal = normalize(name, axes, data.ndim, noop)
     return run(op, data, normal, keep, xp=xp)
 
 

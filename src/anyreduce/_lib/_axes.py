@@ -12,7 +12,7 @@ import numpy as np
 
 from ._errors import AxisError
 
-__all__ = ["AxesLike", "check_flag", "normalize_axes", "reduced_shape"]
+__all__ = ["AxesLike", "check_flag", "normalize", "normalize_axes", "reduced_shape"]
 
 AxesLike = int | Sequence[int] | Any | None
 """None, a Python int, a sequence of ints, or a 0-D/1-D integer array of any namespace."""
@@ -20,6 +20,8 @@ AxesLike = int | Sequence[int] | Any | None
 
 def check_flag(op: str, name: str, value: object) -> bool:
     """Return a boolean flag given as ``True``/``False`` or ONNX-style ``1``/``0``."""
+    if value is True or value is False:  # the common case first: ~0.1 us a flag
+        return value
     if isinstance(value, bool | np.bool_):
         return bool(value)
     try:
@@ -77,6 +79,21 @@ def _one_axis(op: str, axis: object) -> int:
         raise TypeError(msg) from None
 
 
+def normalize(op: str, axes: AxesLike, ndim: int, noop_with_empty_axes: bool) -> tuple[int, ...]:
+    """:func:`normalize_axes` with its defaults, for the public reductions' every call.
+
+    Positional, and a tuple of ints (the common form) straight to the cache: ~0.2 us less
+    than the general entry, a tenth of a small call's overhead.
+    """
+    if type(axes) is tuple:
+        for a in axes:
+            if type(a) is not int:
+                break
+        else:
+            return _normalized(op, axes, ndim, noop_with_empty_axes, True, True)
+    return normalize_axes(op, axes, ndim, noop_with_empty_axes=noop_with_empty_axes)
+
+
 def normalize_axes(
     op: str,
     axes: AxesLike,
@@ -91,13 +108,20 @@ def normalize_axes(
     An empty tuple means "reduce over nothing": the caller applies only the element-wise
     part of the operator.
     """
-    if axes is None or type(axes) is int:
-        # The common forms are remembered: normalising costs ~3 us a call, as much as
-        # numpy's whole sum of a small array.
+    # The common forms (None, an int, a tuple or list of ints) are remembered: normalising
+    # costs ~3 us a call, as much as numpy's whole sum of a small array. Plain loops and
+    # type() tests, not all() over a generator: ~0.3 us less on a small call.
+    kind = type(axes)
+    if kind is tuple or kind is list:
+        seq: Sequence[Any] = axes  # type: ignore[assignment]
+        for a in seq:
+            if type(a) is not int:
+                break
+        else:
+            key = seq if kind is tuple else tuple(seq)
+            return _normalized(op, key, ndim, noop_with_empty_axes, allow_negative, empty_means_all)
+    elif axes is None or kind is int:
         return _normalized(op, axes, ndim, noop_with_empty_axes, allow_negative, empty_means_all)
-    if isinstance(axes, list | tuple) and all(type(a) is int for a in axes):
-        key = tuple(axes)
-        return _normalized(op, key, ndim, noop_with_empty_axes, allow_negative, empty_means_all)
     return _normalize(op, axes, ndim, noop_with_empty_axes, allow_negative, empty_means_all)
 
 

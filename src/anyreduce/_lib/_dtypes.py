@@ -114,9 +114,9 @@ def compute_float(xp: Namespace, dtype: DType) -> DType:
     return widest_float(xp)
 
 
-@functools.cache
-def check_dtype(op: str, xp: Namespace, dtype: DType, *, accepts_bool: bool) -> None:
-    """Raise TypeError unless ``op`` takes ``dtype`` (any real numeric; bool if allowed)."""
+@functools.cache  # positional arguments: keywords make the cache's key ~0.1 us slower
+def check_dtype(op: str, xp: Namespace, dtype: DType, accepts_bool: bool) -> None:
+    """Raise TypeError unless ``op`` takes ``dtype``: any real numeric, bool if ``accepts_bool``."""
     allowed = "integer and real floating dtypes"
     try:
         boolean = is_bool(xp, dtype)
