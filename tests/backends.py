@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ from typing import Any
 import array_api_compat
 import numpy as np
 import pytest
+
+from anyreduce._lib import _small
 
 try:
     import ml_dtypes
@@ -31,13 +34,20 @@ class Backend:
     name: str
     module: str
     missing: tuple[str, ...] = ()  # dtypes the backend does not have
+    general: bool = False  # the general kernels only: small inputs' own path turned off
 
     def __str__(self) -> str:
-        return self.name
+        return f"{self.name}-general" if self.general else self.name
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Any]:
         """Import the backend (skip if absent) and yield its array-API namespace."""
+        path = _small.general_only() if self.general else contextlib.nullcontext()
+        with path, self._namespace() as xp:
+            yield xp
+
+    @contextlib.contextmanager
+    def _namespace(self) -> Iterator[Any]:
         pytest.importorskip(self.module)
         if self.name == "numpy":
             import array_api_compat.numpy as xp
@@ -72,6 +82,12 @@ BACKENDS = (
     # JAX's default: no 64-bit types. A smaller run: the semantic tests only.
     Backend("jax32", "jax", ("int64", "uint64", "float64")),
     Backend("dask", "dask", ("bfloat16",)),
+)
+# The backends with a small-input path (anyreduce._lib._small) once more with it turned
+# off: most test data are small, so the general kernels need their own run on them.
+BOTH_PATHS = (
+    *BACKENDS,
+    *(dataclasses.replace(b, general=True) for b in BACKENDS if b.name in {"numpy", "torch"}),
 )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from anyreduce._lib import _small
 from backends import BACKENDS, Backend
 
 
@@ -29,3 +30,17 @@ def dtype_available(backend: Backend) -> Any:
             pytest.skip(f"{backend.name} has no {dtype}")
 
     return check
+
+
+@pytest.fixture(params=["small", "general"])
+def kernel_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Both ways anyreduce computes: small inputs' own formulations where they apply
+    (``anyreduce._lib._small``), and the general kernels alone. Most test data are small,
+    so without the second the general kernels would go untested on them. (Tests on the
+    ``xp`` fixture get the same through ``backends.BOTH_PATHS``.)
+    """
+    if request.param == "general":
+        with _small.general_only():
+            yield request.param
+    else:
+        yield request.param

@@ -10,9 +10,11 @@ import pytest
 
 import anyreduce
 import reference
-from backends import ALL_DTYPES, FLOAT_DTYPES, TOLERANCE, assert_result, make, np_dtype
+from backends import ALL_DTYPES, BOTH_PATHS, FLOAT_DTYPES, TOLERANCE, assert_result, make, np_dtype
 
 OPS = reference.OP_NAMES
+# Every test on both paths where a backend has two: small inputs' own and the general one.
+pytestmark = pytest.mark.parametrize("backend", BOTH_PATHS, ids=str, indirect=True)
 # Ops whose integer results go through a float step: keep their data where float64 is exact.
 FLOAT_STEP_OPS = {"reduce_l2", "reduce_log_sum", "reduce_log_sum_exp"}
 

@@ -10,7 +10,7 @@ import pytest
 
 import anyreduce
 import reference
-from backends import INTEGER_DTYPES, assert_result, backend_of, make, to_numpy
+from backends import BOTH_PATHS, INTEGER_DTYPES, assert_result, backend_of, make, to_numpy
 
 EMPTY_VALUES = {
     "reduce_sum": 0.0,
@@ -25,6 +25,8 @@ EMPTY_VALUES = {
     "reduce_log_sum_exp": -math.inf,
 }
 OPS = reference.OP_NAMES
+# Every test on both paths where a backend has two: small inputs' own and the general one.
+pytestmark = pytest.mark.parametrize("backend", BOTH_PATHS, ids=str, indirect=True)
 
 
 def call(op: str, *args: Any, **kwargs: Any) -> Any:

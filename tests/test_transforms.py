@@ -129,7 +129,8 @@ def test_jax_max_min_ties_follow_jax(jax64: Any, op: str) -> None:
 
 
 @pytest.fixture
-def torch() -> Any:
+def torch(kernel_path: str) -> Any:
+    """PyTorch, each test once with small inputs' own path and once with the general kernels."""
     return pytest.importorskip("torch")
 
 

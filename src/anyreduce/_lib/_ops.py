@@ -16,7 +16,7 @@ from typing import Any
 
 from array_api_compat import device as device_of
 
-from . import _backends, _dtypes
+from . import _backends, _dtypes, _small
 from ._axes import reduced_shape
 from ._blocks import Part, map_merge, map_sum, square_sum
 from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
@@ -303,6 +303,9 @@ OPS: dict[str, Op] = {
 
 def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array:
     """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out."""
+    small = _small.reduce(op.name, x, axes, keepdims)
+    if small is not None:
+        return small
     dtype = x.dtype
     if any(n is None or (isinstance(n, float) and math.isnan(n)) for n in x.shape):
         # Dask after boolean indexing: the mean's count and the output's shape are unknown.
