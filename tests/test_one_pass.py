@@ -210,3 +210,16 @@ def test_products_keep_nan_inf_and_signed_zero() -> None:
     assert np.isnan(got[0])
     assert got[1] == 0
     assert np.signbit(got[1])
+
+
+@pytest.mark.parametrize("axes", [[1], [0], None], ids=str)
+def test_l2_recomputes_suspect_slices_of_large_data(xp: Any, axes: list[int] | None) -> None:
+    # More elements than JAX selects between both forms for: its lax.cond path.
+    values = np.random.default_rng(5).standard_normal((260, 256)).astype(np.float32)
+    values[3, 10] = 3e25  # overflows in float32
+    values[7] = 0.0
+    values[11] = 1e-30  # every square underflows
+    result = anyreduce.reduce_l2(make(xp, values, "float32"), axes, keepdims=False)
+    expected = reference.reduce("reduce_l2", values, axes, keepdims=False)
+    shape = () if axes is None else tuple(n for i, n in enumerate(values.shape) if i not in axes)
+    assert_result(result, xp, "float32", shape, expected)

@@ -521,6 +521,11 @@ def patches_slices(xp: Namespace) -> bool:
     )
 
 
+# Up to this many elements JAX computes both forms and selects: a lax.cond cost about 17 us
+# a call on (3, 2, 2) float32 (32 us against 15 us for jnp.sum, jax 0.10, CPU).
+_SELECT_ELEMENTS = 2**16
+
+
 def patch_slices(
     xp: Namespace,
     x: Array,
@@ -538,6 +543,8 @@ def patch_slices(
     take both results and select, with no data-dependent shape and no host sync.
     """
     if array_api_compat.is_jax_namespace(xp):
+        if math.prod(x.shape) <= _SELECT_ELEMENTS:
+            return xp.where(suspect, fn(x, axes), result)
         import jax
 
         return jax.lax.cond(
