@@ -155,6 +155,8 @@ def test_torch_scratch_only_for_plain_eager_tensors(monkeypatch: pytest.MonkeyPa
 
     torch.func.vmap(probe)(torch.ones(2, 3, 4))
     assert seen == [None]
-    # NumPy: plain ndarrays only, not subclasses such as masked arrays.
-    assert _backends.scratch_rows(np, np.ones((3, 4))) is not None
+    # NumPy: plain ndarrays larger than one block only, not subclasses (masked arrays).
+    monkeypatch.setattr(_backends, "block_elements", lambda xp: 4)
+    assert _backends.scratch_rows(np, np.ones((3, 4))) == 1
     assert _backends.scratch_rows(np, np.ma.ones((3, 4))) is None
+    assert _backends.scratch_rows(np, np.ones((1, 4))) is None

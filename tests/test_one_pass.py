@@ -117,6 +117,10 @@ def test_torch_eager_and_traced_paths_agree() -> None:
         ((5, 4, 130), (0, 2)),
         ((2, 3, 128), (0, 1, 2)),
         ((7, 5), (1,)),  # shorter than one dot block: the tail alone
+        ((37, 5), (0,)),  # leading axes: groups of 16 rows and a tail
+        ((20, 3, 7), (0, 1)),
+        ((33, 2, 3), (0,)),
+        ((9, 4), (0,)),  # fewer rows than one group
     ],
     ids=str,
 )
@@ -139,7 +143,10 @@ def test_fused_square_sum_applies_only_to_views_of_reduced_trailing_axes() -> No
     import array_api_compat.numpy as xp
 
     values = np.ones((6, 8), dtype=np.float32)
-    assert square_sum(xp, values, (0,), False, xp.float32) is None  # last axis kept
+    assert square_sum(xp, values, (1,), False, xp.float32) is not None
+    swapped = np.ones((2, 3, 4), np.float32).transpose(1, 0, 2)
+    assert square_sum(xp, swapped, (0, 1), False, xp.float32) is None  # rows would copy
+    assert square_sum(xp, np.ones((2, 3, 4), np.float32), (1,), False, xp.float32) is None
     assert square_sum(xp, values.T, (0, 1), False, xp.float32) is None  # would copy
     assert square_sum(xp, values, (1,), False, xp.float64) is None  # needs a cast
     assert square_sum(xp, values.T, (1,), False, xp.float32) is not None  # rows are views

@@ -163,6 +163,8 @@ def square_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) 
     kind = _backends.fused_squares(xp)
     if kind is None or x.dtype != dtype:
         return None
+    if axes and axes[-1] != x.ndim - 1 and axes == tuple(range(len(axes))):
+        return _leading_square_sum(xp, x, axes, keepdims, dtype)
 
     def squares(rows: Array) -> Array:
         if kind == "vecdot":
@@ -171,6 +173,35 @@ def square_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) 
         return norms * norms
 
     return _dot_rows(xp, x, axes, keepdims, dtype, squares)
+
+
+def _leading_square_sum(
+    xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any
+) -> Array | None:
+    """Sum of squares over a leading run of axes, in groups of ``_FAN_IN`` rows.
+
+    Each group's squares are summed by the backend's fused kernel
+    (``_backends.grouped_square_sums``), the group sums by :func:`rsum`. None where the
+    backend has no such kernel or the rows cannot be viewed without a copy.
+    """
+    count = math.prod(x.shape[: len(axes)])
+    width = math.prod(x.shape[len(axes) :])
+    head = count - count % _FAN_IN
+    try:
+        rows = xp.reshape(x, (count, width), copy=False)
+        groups = xp.reshape(rows[:head, ...], (head // _FAN_IN, _FAN_IN, width), copy=False)
+    except ValueError:
+        return None
+    sums = _backends.grouped_square_sums(xp, groups)
+    if sums is None:
+        return None
+    total = rsum(xp, sums, (0,), True, dtype)
+    if head < count:
+        tail = _backends.grouped_square_sums(xp, rows[None, head:, ...])
+        if tail is None:
+            return None
+        total = total + tail
+    return xp.reshape(total, reduced_shape(tuple(x.shape), axes, keepdims))
 
 
 def block_total(xp: Namespace, values: Array, axes: Axes, dtype: Any) -> Array:
