@@ -230,3 +230,49 @@ def test_l2_recomputes_suspect_slices_of_large_data(xp: Any, axes: list[int] | N
     expected = reference.reduce("reduce_l2", values, axes, keepdims=False)
     shape = () if axes is None else tuple(n for i, n in enumerate(values.shape) if i not in axes)
     assert_result(result, xp, "float32", shape, expected)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize("axes", [[1], [0], [0, 2], None, [2]], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
+def test_numpy_threads_split_plain_reductions(
+    monkeypatch: pytest.MonkeyPatch, count: int, axes: list[int] | None, dtype: str
+) -> None:
+    # Data above the (lowered) threshold: Sum, Mean, Max and Min run on slabs in threads.
+    monkeypatch.setattr(_backends, "_PARALLEL_ELEMENTS", 16)
+    monkeypatch.setenv("ANYREDUCE_NUM_THREADS", str(count))
+    rng = np.random.default_rng(13)
+    values = rng.uniform(0, 100, (7, 5, 6)).astype(dtype)  # no cancellation
+    if dtype.startswith("float"):
+        values[2, 3, 4] = np.nan
+    kept = tuple(i for i in range(3) if axes is not None and i not in axes)
+    assert _backends.parallel_slabs(np, values, tuple(range(3)) if axes is None else tuple(axes))
+    for op in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min"):
+        result = getattr(anyreduce, op)(values, axes, keepdims=False)
+        expected = reference.reduce(op, values, axes, keepdims=False)
+        shape = tuple(values.shape[i] for i in kept)
+        import array_api_compat.numpy as xp
+
+        assert_result(result, xp, dtype, shape, expected)
+
+
+def test_numpy_threads_only_from_the_main_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    monkeypatch.setattr(_backends, "_PARALLEL_ELEMENTS", 16)
+    monkeypatch.setenv("ANYREDUCE_NUM_THREADS", "2")
+    values = np.ones((8, 8), dtype=np.float32)
+    assert _backends.parallel_slabs(np, values, (1,)) == (0, [(0, 4), (4, 8)])
+    assert _backends.parallel_slabs(np, values, (0, 1)) == (0, [(0, 4), (4, 8)])
+    assert _backends.parallel_slabs(np, values, (0,)) == (1, [(0, 4), (4, 8)])
+    seen: list[object] = []
+    worker = threading.Thread(
+        target=lambda: seen.append(_backends.parallel_slabs(np, values, (1,)))
+    )
+    worker.start()
+    worker.join()
+    assert seen == [None]
+    monkeypatch.setenv("ANYREDUCE_NUM_THREADS", "1")
+    assert _backends.parallel_slabs(np, values, (1,)) is None
+    torch_xp = pytest.importorskip("array_api_compat.torch")
+    assert _backends.parallel_slabs(torch_xp, values, (1,)) is None
