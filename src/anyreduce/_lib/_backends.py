@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import math
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -32,17 +30,14 @@ __all__ = [
     "lift",
     "lower",
     "namespace",
-    "parallel_slabs",
     "patch_slices",
     "patches_slices",
     "prod_all_axes_copies",
     "prod_all_axes_staged",
     "prod_split",
-    "run_parallel",
     "scratch_rows",
     "staged",
     "sums_pairwise",
-    "threads",
     "tree_reduce",
     "wraps_uint64",
     "write_elementwise",
@@ -375,68 +370,6 @@ def scratch_rows(xp: Namespace, x: Array) -> int | None:
         return None  # fits in one block: the functional form makes no larger temporary
     row: int = math.prod(x.shape[1:])
     return max(1, limit // max(1, row))
-
-
-#: Data from this many elements up are reduced on several threads by NumPy.
-_PARALLEL_ELEMENTS = 2**22
-_POOL: Any = None
-
-
-def threads() -> int:
-    """Threads a NumPy reduction may use: ``ANYREDUCE_NUM_THREADS``, else the CPUs this
-    process may run on, at most 8."""
-    import os
-
-    configured = os.environ.get("ANYREDUCE_NUM_THREADS", "").strip()
-    if configured:
-        return max(1, int(configured))
-    affinity = getattr(os, "sched_getaffinity", None)
-    available = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-    return max(1, min(8, available))
-
-
-def parallel_slabs(xp: Namespace, x: Array, axes: Axes) -> tuple[int, list[tuple[int, int]]] | None:
-    """How to split a plain reduction of ``x`` over threads: an axis and slab bounds, or None.
-
-    NumPy's reductions run on one core and release the GIL: on two threads, halves of
-    float32 (4096, 8192) summed over the last, first and all axes took 4.9, 8.2 and
-    4.7 ms against 7.5, 11.5 and 7.1 ms on one (max: 7.1, 8.1, 4.9 against 8.0, 11.7,
-    5.7; numpy 2.4, 2 cores); onnxruntime uses both cores. Only for NumPy data of at least
-    2**22 elements, called from the main thread (Dask's and other thread pools already
-    keep the cores busy). The first kept axis is split (results joined), else axis 0
-    (results combined). The same data always split the same way on the same machine.
-    """
-    if not array_api_compat.is_numpy_namespace(xp) or x.ndim == 0:
-        return None
-    count = threads()
-    if (
-        count < 2
-        or math.prod(x.shape) < _PARALLEL_ELEMENTS
-        or threading.current_thread() is not threading.main_thread()
-    ):
-        return None
-    kept = [a for a in range(x.ndim) if a not in axes]
-    axis = kept[0] if kept else 0
-    length = x.shape[axis]
-    count = min(count, length)
-    if count < 2:
-        return None
-    edges = [length * i // count for i in range(count + 1)]
-    return axis, list(itertools.pairwise(edges))
-
-
-def run_parallel(tasks: list[Callable[[], Array]]) -> list[Array]:
-    """The results of ``tasks``, in order, computed on this module's thread pool."""
-    global _POOL  # noqa: PLW0603 - one pool per process, made on first use
-    count = threads()
-    if _POOL is None or _POOL._max_workers < len(tasks):
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL = ThreadPoolExecutor(
-            max_workers=max(count, len(tasks)), thread_name_prefix="anyreduce"
-        )
-    futures = [_POOL.submit(task) for task in tasks]
-    return [f.result() for f in futures]
 
 
 def write_elementwise(kind: str, block: Array, out: Array, companion: Array | None) -> Array:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
 from array_api_compat import device as device_of
@@ -45,43 +44,6 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     """
     if not axes:
         return xp.astype(x, dtype, copy=True)
-    split = _in_parallel(xp, x, axes, keepdims, functools.partial(_rsum, xp, dtype=dtype), xp.add)
-    return split if split is not None else _rsum(xp, x, axes, keepdims, dtype=dtype)
-
-
-def _in_parallel(
-    xp: Namespace,
-    x: Array,
-    axes: Axes,
-    keepdims: bool,
-    kernel: Callable[[Array, Axes, bool], Array],
-    combine: Callable[[Array, Array], Array],
-) -> Array | None:
-    """``kernel`` over slabs of ``x`` on several threads, or None where that does not pay.
-
-    The slabs split a kept axis (their results are joined) or, when every axis is
-    reduced, axis 0 (their results are combined by ``combine``); see
-    ``_backends.parallel_slabs``.
-    """
-    plan = _backends.parallel_slabs(xp, x, axes)
-    if plan is None:
-        return None
-    axis, bounds = plan
-    slabs = [x[_along(axis, start, stop)] for start, stop in bounds]
-    parts = _backends.run_parallel([functools.partial(kernel, s, axes, True) for s in slabs])
-    joined = axis not in axes
-    total = xp.concat(parts, axis=axis) if joined else functools.reduce(combine, parts)
-    return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
-
-
-def _along(axis: int, start: int, stop: int) -> tuple[slice, ...]:
-    """The index of ``start:stop`` along ``axis``, every earlier axis whole."""
-    index = [slice(None)] * axis
-    index.append(slice(start, stop))
-    return tuple(index)
-
-
-def _rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, *, dtype: Any) -> Array:
     if _dtypes.is_float(xp, dtype) and _backends.chunked(xp):
         # Each chunk is summed by itself (blocked where its backend needs it), then the
         # chunk sums up the backend's tree: a reshape for blocks would rechunk the data.
@@ -201,16 +163,6 @@ def rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     """Maximum (``any`` for bool); NaN propagates. ``dtype`` is the logical dtype of ``x``."""
     if not axes:
         return xp.asarray(x, copy=True)
-    if not _dtypes.is_bool(xp, x.dtype) and not _backends.wraps_uint64(xp, x.dtype, dtype):
-        split = _in_parallel(xp, x, axes, keepdims, functools.partial(_rmax, xp), xp.maximum)
-        if split is not None:
-            return split
-    return _rmax(xp, x, axes, keepdims, dtype=dtype)
-
-
-def _rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, *, dtype: Any = None) -> Array:
-    if dtype is None:
-        dtype = x.dtype
     if _backends.chunked(xp):  # Dask's own fails on zero-size chunks (see tree_reduce)
         kernel = functools.partial(rmax, dtype=dtype)
         return _backends.tree_reduce(xp, x, axes, keepdims, kernel, _extreme(xp, x, False), x.dtype)
@@ -225,16 +177,6 @@ def rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     """Minimum (``all`` for bool); NaN propagates. ``dtype`` is the logical dtype of ``x``."""
     if not axes:
         return xp.asarray(x, copy=True)
-    if not _dtypes.is_bool(xp, x.dtype) and not _backends.wraps_uint64(xp, x.dtype, dtype):
-        split = _in_parallel(xp, x, axes, keepdims, functools.partial(_rmin, xp), xp.minimum)
-        if split is not None:
-            return split
-    return _rmin(xp, x, axes, keepdims, dtype=dtype)
-
-
-def _rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, *, dtype: Any = None) -> Array:
-    if dtype is None:
-        dtype = x.dtype
     if _backends.chunked(xp):  # Dask's own fails on zero-size chunks (see tree_reduce)
         kernel = functools.partial(rmin, dtype=dtype)
         return _backends.tree_reduce(xp, x, axes, keepdims, kernel, _extreme(xp, x, True), x.dtype)
