@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _backends
 from ._axes import reduced_shape
-from ._kernels import rsum
+from ._kernels import rsum, trailing_rows
 
 __all__ = ["block_total", "map_merge", "map_sum", "square_sum"]
 
@@ -116,16 +116,11 @@ def map_sum(
     ``inplace`` names the same step for the backend layer's in-place form, ``(kind,
     companion)`` (see ``_backends.write_elementwise``), used where the backend asks for it.
     """
-    block = _backends.block_elements(xp)
-    rows = x.shape[0] if x.ndim else 1
-    per_block = max(1, block // max(1, math.prod(x.shape[1:]))) if block else rows
-    scratch_rows = _backends.scratch_rows(xp, x) if inplace is not None and axes else None
-    if scratch_rows is not None:
-        per_block = scratch_rows
+    rows, per_block, in_place = _layout(xp, x, inplace is not None and bool(axes))
     if not axes or per_block >= rows:
         return rsum(xp, f(x, _whole), axes, keepdims, dtype)
     scratch = None
-    if scratch_rows is not None:
+    if in_place:
         scratch = xp.empty((per_block, *x.shape[1:]), dtype=dtype, device=x.device)
     parts: list[Array] = []
     for start in range(0, rows, per_block):
@@ -184,6 +179,8 @@ def _leading_square_sum(
     (``_backends.grouped_square_sums``), the group sums by :func:`rsum`. None where the
     backend has no such kernel or the rows cannot be viewed without a copy.
     """
+    if not _backends.grouped_square_sums_exist(xp):
+        return None
     count = math.prod(x.shape[: len(axes)])
     width = math.prod(x.shape[len(axes) :])
     head = count - count % _FAN_IN
@@ -192,15 +189,9 @@ def _leading_square_sum(
         groups = xp.reshape(rows[:head, ...], (head // _FAN_IN, _FAN_IN, width), copy=False)
     except ValueError:
         return None
-    sums = _backends.grouped_square_sums(xp, groups)
-    if sums is None:
-        return None
-    total = rsum(xp, sums, (0,), True, dtype)
+    total = rsum(xp, _backends.grouped_square_sums(groups), (0,), True, dtype)
     if head < count:
-        tail = _backends.grouped_square_sums(xp, rows[None, head:, ...])
-        if tail is None:
-            return None
-        total = total + tail
+        total = total + _backends.grouped_square_sums(rows[None, head:, ...])
     return xp.reshape(total, reduced_shape(tuple(x.shape), axes, keepdims))
 
 
@@ -236,27 +227,17 @@ def _dot_rows(
     """Sum over ``axes`` of a function of ``x``, where ``row_total`` sums it along a row.
 
     The contiguous trailing run of reduced axes is viewed as rows of ``_DOT_BLOCK`` terms
-    and the row results are summed by :func:`rsum`, so the error grows with log(n)
-    levels. None unless the last axis is reduced and the run can be viewed without a copy.
+    (:func:`trailing_rows`) and the row results are summed by the backend's own sum, which
+    is pairwise along a contiguous last axis on every backend (see rsum), so the error
+    grows with log(n) levels. None where :func:`trailing_rows` gives no view.
     """
-    if not axes or axes[-1] != x.ndim - 1:
+    view = trailing_rows(xp, x, axes, _DOT_BLOCK)
+    if view is None:
         return None
-    inner = x.ndim
-    while inner > 0 and inner - 1 in axes:
-        inner -= 1
-    outer = tuple(x.shape[:inner])
-    length = math.prod(x.shape[inner:])
-    head = length - length % _DOT_BLOCK
-    try:
-        rows = xp.reshape(x, (*outer, length), copy=False)
-        blocks = xp.reshape(rows[..., :head], (*outer, head // _DOT_BLOCK, _DOT_BLOCK), copy=False)
-    except ValueError:  # not a view: the blocked element-wise sum holds less memory
-        return None
-    # The row results are contiguous along the last axis: every backend sums that
-    # pairwise (see rsum), so the backend's own sum is called directly.
+    inner, blocks, tail = view
     total = xp.sum(row_total(blocks), axis=-1, dtype=dtype)
-    if head < length:
-        total = total + row_total(rows[..., head:])
+    if tail is not None:
+        total = total + row_total(tail)
     rest = tuple(a for a in axes if a < inner)
     if rest:
         total = rsum(xp, total, rest, True, dtype)

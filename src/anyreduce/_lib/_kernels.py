@@ -113,14 +113,17 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
     return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
 
 
-def _split_prod(xp: Namespace, x: Array, axes: Axes, dtype: Any, width: int) -> Array | None:
-    """Product (keepdims) with the trailing run of reduced axes viewed as rows of ``width``.
+def trailing_rows(
+    xp: Namespace, x: Array, axes: Axes, width: int
+) -> tuple[int, Array, Array | None] | None:
+    """The contiguous trailing run of reduced ``axes`` of ``x``, viewed as rows of ``width``.
 
-    The rows are multiplied together first, ``width`` products side by side (vectorised),
-    then the ``width`` results: a product's rounding does not depend on the order much,
-    each factor adds one rounding either way. None where the run cannot be so viewed.
+    Returns ``(inner, blocks, tail)`` with ``inner`` the first axis of the run, ``blocks``
+    of shape ``(*x.shape[:inner], n // width, width)`` and ``tail`` the last ``n % width``
+    terms (None if there are none); views, not copies. None where the last axis is kept or
+    the run cannot be viewed without a copy.
     """
-    if axes[-1] != x.ndim - 1:
+    if not axes or axes[-1] != x.ndim - 1:
         return None
     inner = x.ndim
     while inner > 0 and inner - 1 in axes:
@@ -128,16 +131,30 @@ def _split_prod(xp: Namespace, x: Array, axes: Axes, dtype: Any, width: int) -> 
     outer = tuple(x.shape[:inner])
     length = math.prod(x.shape[inner:])
     head = length - length % width
-    if head < 2 * width:
-        return None
     try:
         rows = xp.reshape(x, (*outer, length), copy=False)
         blocks = xp.reshape(rows[..., :head], (*outer, head // width, width), copy=False)
     except ValueError:
         return None
+    return inner, blocks, rows[..., head:] if head < length else None
+
+
+def _split_prod(xp: Namespace, x: Array, axes: Axes, dtype: Any, width: int) -> Array | None:
+    """Product (keepdims) with the trailing run of reduced axes viewed as rows of ``width``.
+
+    The rows are multiplied together first, ``width`` products side by side (vectorised),
+    then the ``width`` results: a product's rounding does not depend on the order much,
+    each factor adds one rounding either way. None where the run cannot be so viewed.
+    """
+    view = trailing_rows(xp, x, axes, width)
+    if view is None:
+        return None
+    inner, blocks, tail = view
+    if blocks.shape[-2] < 2:
+        return None
     total = xp.prod(xp.prod(blocks, axis=-2, dtype=dtype), axis=-1, dtype=dtype)
-    if head < length:
-        total = total * xp.prod(rows[..., head:], axis=-1, dtype=dtype)
+    if tail is not None:
+        total = total * xp.prod(tail, axis=-1, dtype=dtype)
     rest = tuple(a for a in axes if a < inner)
     if rest:
         total = xp.prod(total, axis=rest, keepdims=True, dtype=dtype)
