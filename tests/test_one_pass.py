@@ -230,3 +230,62 @@ def test_l2_recomputes_suspect_slices_of_large_data(xp: Any, axes: list[int] | N
     expected = reference.reduce("reduce_l2", values, axes, keepdims=False)
     shape = () if axes is None else tuple(n for i, n in enumerate(values.shape) if i not in axes)
     assert_result(result, xp, "float32", shape, expected)
+
+
+def _masked_logits(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """Logits of every range LogSumExp meets: normal, far below the maximum, -1e9, -inf."""
+    rng = np.random.default_rng(17)
+    values = rng.standard_normal(shape)
+    values[rng.random(shape) < 0.4] = -1e9  # masked entries
+    values[..., 1::7] = rng.uniform(-800.0, -60.0, values[..., 1::7].shape)  # exp underflows
+    values[..., 3] = -np.inf
+    values[0] = -np.inf  # a whole slice of -inf
+    return values.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(6, 40), (80, 4096)], ids=str)
+@pytest.mark.parametrize("axes", [[1], [0], None], ids=str)
+def test_log_sum_exp_of_masked_and_far_apart_values(
+    xp: Any, dtype_available: Any, dtype: str, shape: tuple[int, ...], axes: list[int] | None
+) -> None:
+    # (80, 4096) is larger than one NumPy block: the scratch-buffer path.
+    dtype_available(dtype)
+    values = _masked_logits(shape, dtype)
+    result = anyreduce.reduce_log_sum_exp(make(xp, values, dtype), axes, keepdims=False)
+    expected = reference.reduce("reduce_log_sum_exp", values, axes, keepdims=False)
+    out = () if axes is None else tuple(n for i, n in enumerate(shape) if i not in axes)
+    # The contract bounds the shifted sum S within 8 eps S, so log S within 8 eps absolute:
+    # relative to a result near 0 that is more than the default tolerance.
+    atol = 8 * float(np.finfo(dtype).eps)
+    assert_result(result, xp, dtype, out, expected, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+# One block (the functional form), and several (the scratch buffer); not the small-input
+# path, which takes np.logaddexp.
+@pytest.mark.parametrize("shape", [(64, 128), (80, 4096)], ids=str)
+def test_numpy_exp2_is_never_asked_for_a_subnormal_or_zero(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, shape: tuple[int, ...]
+) -> None:
+    # NumPy's exp2 leaves its vectorised loop for such results and is 10-100x slower
+    # (see _backends._exp2_is_fast); its exp is not. Every exponent it is given must
+    # give a normal number.
+    lowest: list[float] = []
+    exp2 = np.exp2
+
+    def spy(x: Any, *args: Any, **kwargs: Any) -> Any:
+        lowest.append(float(np.min(x)) if np.size(x) else math.inf)
+        return exp2(x, *args, **kwargs)
+
+    monkeypatch.setattr(np, "exp2", spy)
+    floor = math.log2(float(np.finfo(dtype).smallest_normal))
+    for values in (_masked_logits(shape, dtype), np.linspace(-3, 3, math.prod(shape))):
+        data = values.astype(dtype).reshape(shape)
+        for axes in ([1], [0], None):
+            got = anyreduce.reduce_log_sum_exp(data, axes, keepdims=False)
+            want = reference.reduce("reduce_log_sum_exp", data, axes, keepdims=False)
+            eps = float(np.finfo(dtype).eps)
+            np.testing.assert_allclose(got, want.astype(dtype), rtol=4 * eps, atol=8 * eps)
+    assert all(low >= floor for low in lowest), (min(lowest), floor)
+    assert lowest, "exp2 is still used where it is fast"

@@ -18,7 +18,7 @@ from array_api_compat import device as device_of
 
 from . import _backends, _dtypes, _small
 from ._axes import reduced_shape
-from ._blocks import Part, block_total, map_merge, map_sum, square_sum
+from ._blocks import BlockTotals, Part, map_merge, map_sum, square_sum
 from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
 
 __all__ = ["OPS", "Op", "run"]
@@ -225,6 +225,8 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
     IEEE rules.
     """
 
+    totals = BlockTotals(xp, axes, y.dtype)
+
     def block_sums(block: Array, over: Axes, scratch: Array | None) -> tuple[Array, Array]:
         m = rmax(xp, block, over, True, block.dtype)
         shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
@@ -232,7 +234,7 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
             values = _backends.exp_of_difference(xp, block, shift)
         else:
             values = _backends.write_elementwise("exp_shift", block, scratch, shift)
-            return shift, block_total(xp, values, over, block.dtype)
+            return shift, totals(values)
         return shift, rsum(xp, values, over, True, block.dtype)
 
     def merge(parts: tuple[Array, ...], over: Axes) -> tuple[Array, ...]:
