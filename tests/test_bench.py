@@ -39,7 +39,7 @@ def test_bench_quick_writes_table_and_json(
     printed = capsys.readouterr().out
     assert "no targets judged" in printed
     result = json.loads(out.read_text())
-    assert set(result) == {"meta", "large", "small"}
+    assert set(result) == {"meta", "large", "small", "masked"}
     backends = {r["backend"] for r in result["large"]} - set(result["meta"]["missing_backends"])
     assert backends  # numpy at least
     keys = {(r["backend"], r["dtype"], r["axes"], r["op"]) for r in result["large"]}
@@ -57,6 +57,23 @@ def test_bench_quick_writes_table_and_json(
     assert "| backend |" in md.read_text()
     assert "LogSumExp" in format_table(result)
     assert to_markdown(result).count("\n") > len(result["large"])
+    # LogSumExp of masked logits: every backend, reported, not judged.
+    masked = result["masked"]
+    assert {(r["backend"], r["op"], r["axes"]) for r in masked} == {
+        (b, "reduce_log_sum_exp", "last") for b in backends
+    }
+    assert all(r["meets"] is None and r["vs_sum"] > 0 for r in masked)
+    assert "masked" in format_table(result)
+    assert "masked" in to_markdown(result)
+
+
+def test_bench_ratios_pair_the_calls_of_each_round() -> None:
+    from anyreduce._bench._engine import _Contender, _paired
+
+    ours = _Contender(("numpy", "op", "ours", "anyreduce"), lambda: None, id, [2.0, 4.0, 6.0])
+    anchor = _Contender(("numpy", "op", "sum", "sum"), lambda: None, id, [1.0, 4.0, 2.0])
+    # Ratios within rounds 2, 1, 3: their median, not 4 / 2 (the ratio of the medians).
+    assert _paired(ours, anchor) == 2.0
 
 
 def test_bench_rejects_unknown_names() -> None:

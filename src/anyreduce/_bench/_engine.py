@@ -4,10 +4,17 @@ Every group (one dtype and one axis choice) holds all contenders of all backends
 operator, the backend's plain sum, its native expressions and onnxruntime's kernel. They are
 timed in rounds, one call each per round, so that all of them see the same machine state
 (turbo, caches, other load); the median over rounds is reported.
+
+Within a round, each operator is timed back to back with its anchors (onnxruntime's kernel,
+then per backend the plain sum, ours and the native expressions; the order reversed every
+other round), and a ratio is the median over rounds of the ratio within each round. On a
+shared machine the speed drifts by tens of percent from second to second; paired ratios
+cancel that drift where a ratio of two medians taken seconds apart does not.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import math
@@ -54,6 +61,8 @@ class Settings:
     group_budget_s: float = 25.0  # a group stops repeating (after 3 rounds) past this
     memory: bool = True
     onnxruntime: bool = True
+    #: Also time LogSumExp of masked logits (float32, last axis), reported, not judged.
+    masked: bool = True
     seed: int = 0
     quick: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -95,12 +104,20 @@ class _Contender:
 
 
 def _time_rounds(contenders: list[_Contender], repeats: int, budget_s: float) -> None:
-    for c in contenders:  # warm-up: compilation, caches, lazy imports
-        c.sync(c.fn())
+    _time_units([contenders], repeats, budget_s)
+
+
+def _time_units(units: list[list[_Contender]], repeats: int, budget_s: float) -> None:
+    """Rounds of one call per contender, each unit's calls back to back; every other
+    round takes each unit in reverse order, so no contender always follows another."""
+    for unit in units:  # warm-up: compilation, caches, lazy imports
+        for c in unit:
+            c.sync(c.fn())
     start = time.perf_counter()
     for r in range(repeats):
-        for c in contenders:
-            c.times.append(c.call())
+        for unit in units:
+            for c in unit if r % 2 == 0 else reversed(unit):
+                c.times.append(c.call())
         if r >= 2 and time.perf_counter() - start > budget_s:
             break
 
@@ -133,38 +150,68 @@ def _data(settings: Settings, shape: tuple[int, ...], dtype: str) -> dict[str, n
     return {"normal": normal.astype(dtype), "near_one": near_one.astype(dtype)}
 
 
+#: The share of masked entries, and their value, in the masked-logits data: attention
+#: masks write -1e9 (or -inf) where a token may not attend.
+MASKED_SHARE = 0.5
+MASKED_VALUE = -1e9
+
+
+def _masked_data(settings: Settings, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Normal logits with ``MASKED_SHARE`` of the entries set to ``MASKED_VALUE``.
+
+    exp of most of them underflows to zero, which sends some exp kernels off their
+    vectorised loop (see ``_backends.exp_of_difference``).
+    """
+    rng = np.random.default_rng(settings.seed)
+    normal = rng.standard_normal(shape, dtype=np.float32)
+    masked = np.where(rng.random(shape) < MASKED_SHARE, np.float32(MASKED_VALUE), normal)
+    return {"normal": masked, "near_one": masked}
+
+
 def _array(arrays: dict[str, Any], op: str) -> Any:
     return arrays["near_one" if op == "reduce_prod" else "normal"]
 
 
-def _contenders(
+def _units(
     settings: Settings,
     backends: list[Backend],
     axes: Axes | None,
     data: dict[str, np.ndarray],
     arrays: dict[str, dict[str, Any]],
-) -> list[_Contender]:
+) -> list[list[_Contender]]:
+    """Per operator, the contenders timed back to back: onnxruntime's kernel, then per
+    backend its plain sum, ours and its native expressions."""
     import anyreduce
 
     from .._lib._ops import OPS
 
-    contenders: list[_Contender] = []
-    for b in backends:
-        if b.name not in arrays:
-            continue
-        x = arrays[b.name]["normal"]
-        contenders.append(_Contender((b.name, "", "sum", "sum"), b.plain_sum(x, axes), b.sync))
-        for op in _ops(settings):
-            xo = _array(arrays[b.name], op)
-            ours = _caller(getattr(anyreduce, op), xo, axes)
-            contenders.append(_Contender((b.name, op, "ours", "anyreduce"), ours, b.sync))
-            for label, make in b.native.get(op, {}).items():
-                contenders.append(_Contender((b.name, op, "native", label), make(xo, axes), b.sync))
-    for op in _ops(settings) if settings.onnxruntime else ():
-        kernel = onnxruntime_kernel(OPS[op].onnx_name, _array(data, op), axes)
+    units: list[list[_Contender]] = []
+    sums = {
+        b.name: b.plain_sum(arrays[b.name]["normal"], axes) for b in backends if b.name in arrays
+    }
+    for op in _ops(settings):
+        unit: list[_Contender] = []
+        kernel = (
+            onnxruntime_kernel(OPS[op].onnx_name, _array(data, op), axes)
+            if settings.onnxruntime
+            else None
+        )
         if kernel is not None:
-            contenders.append(_Contender(("onnxruntime", op, "ort", "onnxruntime"), kernel, id))
-    return contenders
+            unit.append(_Contender(("onnxruntime", op, "ort", "onnxruntime"), kernel, id))
+        for b in (b for b in backends if b.name in arrays):
+            xo = _array(arrays[b.name], op)
+            unit.append(_Contender((b.name, op, "sum", "sum"), sums[b.name], b.sync))
+            ours = _caller(getattr(anyreduce, op), xo, axes)
+            unit.append(_Contender((b.name, op, "ours", "anyreduce"), ours, b.sync))
+            for label, make in b.native.get(op, {}).items():
+                unit.append(_Contender((b.name, op, "native", label), make(xo, axes), b.sync))
+        units.append(unit)
+    return units
+
+
+def _paired(ours: _Contender, anchor: _Contender) -> float:
+    """Median over rounds of ours' time over the anchor's, both timed in the same round."""
+    return float(np.median([a / b for a, b in zip(ours.times, anchor.times, strict=True)]))
 
 
 def _large_group(
@@ -175,17 +222,20 @@ def _large_group(
     data: dict[str, np.ndarray],
     arrays: dict[str, dict[str, Any]],
     progress: Progress,
+    kind: str = "normal",
 ) -> list[dict[str, Any]]:
     import anyreduce
 
     shape = data["normal"].shape
     axes = _axes_choice(axes_name, len(shape))
-    contenders = _contenders(settings, backends, axes, data, arrays)
+    units = _units(settings, backends, axes, data, arrays)
+    contenders = [c for unit in units for c in unit]
     repeats = settings.repeats if dtype == "float32" else max(3, settings.repeats // 2)
     t0 = time.perf_counter()
-    _time_rounds(contenders, repeats, settings.group_budget_s)
+    _time_units(units, repeats, settings.group_budget_s)
     progress(
-        f"  {dtype} {axes_name:<5} {len(contenders)} contenders x "
+        f"  {dtype} {axes_name:<5} {'' if kind == 'normal' else kind + ' '}"
+        f"{len(contenders)} contenders x "
         f"{len(contenders[0].times)} rounds in {time.perf_counter() - t0:.1f} s"
     )
     by_key = {c.key[:3]: c for c in contenders if c.key[2] != "native"}
@@ -196,29 +246,30 @@ def _large_group(
     nbytes = data["normal"].nbytes
     records = []
     for b in (b for b in backends if b.name in arrays):
-        plain = by_key[(b.name, "", "sum")].median
         for op in _ops(settings):
+            plain = by_key[(b.name, op, "sum")]
             ours = by_key[(b.name, op, "ours")]
             best = min(natives.get((b.name, op), []), key=lambda c: c.median, default=None)
             ort = by_key.get(("onnxruntime", op, "ort"))
             record: dict[str, Any] = {
                 "size": "large",
+                "data": kind,
                 "backend": b.name,
                 "dtype": dtype,
                 "shape": list(shape),
                 "axes": axes_name,
                 "op": op,
                 "ours_ms": ours.median * 1e3,
-                "sum_ms": plain * 1e3,
+                "sum_ms": plain.median * 1e3,
                 "native_ms": best.median * 1e3 if best else None,
                 "native": best.key[3] if best else None,
                 "onnxruntime_ms": ort.median * 1e3 if ort else None,
                 "rounds": len(ours.times),
                 "gb_per_s": nbytes / ours.median / 1e9,
                 "input_bytes": nbytes,
-                "vs_sum": ours.median / plain,
-                "vs_native": ours.median / best.median if best else None,
-                "vs_onnxruntime": ours.median / ort.median if ort else None,
+                "vs_sum": _paired(ours, plain),
+                "vs_native": _paired(ours, best) if best else None,
+                "vs_onnxruntime": _paired(ours, ort) if ort else None,
             }
             # Memory is judged on float32 only; measuring it costs a profiled call each.
             if settings.memory and b.memory is not None and dtype == "float32":
@@ -234,7 +285,7 @@ def _large_group(
 
 def _judge(record: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Mark which targets of the issue a large record meets (None: no target applies)."""
-    if settings.quick or record["dtype"] != "float32":
+    if settings.quick or record["dtype"] != "float32" or record.get("data") == "masked":
         record["target_vs_sum"] = None
         record["meets"] = None
         return record
@@ -380,8 +431,29 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
             large += _large_group(settings, backends, dtype, axes_name, data, arrays, progress)
         del arrays
         gc.collect()
+    masked = _masked(settings, backends, progress)
     small = _small(settings, backends, progress) if settings.small_shape else []
     meta = _meta(settings, backends)
     meta["missing_backends"] = missing
     meta["seconds"] = time.perf_counter() - start
-    return {"meta": meta, "large": large, "small": small}
+    return {"meta": meta, "large": large, "small": small, "masked": masked}
+
+
+def _masked(
+    settings: Settings, backends: list[Backend], progress: Progress
+) -> list[dict[str, Any]]:
+    """LogSumExp of masked logits over the last axis, float32: reported, not judged."""
+    op = "reduce_log_sum_exp"
+    if not settings.masked or op not in _ops(settings):
+        return []
+    data = _masked_data(settings, settings.shape)
+    arrays = {
+        b.name: {k: b.convert(v) for k, v in data.items()}
+        for b in backends
+        if "float32" in b.dtypes
+    }
+    only = dataclasses.replace(settings, ops=(op,))
+    records = _large_group(only, backends, "float32", "last", data, arrays, progress, "masked")
+    del arrays
+    gc.collect()
+    return records

@@ -34,9 +34,11 @@ def _mark(meets: bool | None) -> str:
     return {True: "ok", False: "MISS", None: ""}[meets]
 
 
-def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
-    head = ["backend", "dtype", "axes", "op", "ms", "x sum", "x native", "x ort", "GB/s", "mem", ""]
-    rows = [
+_HEAD = ["backend", "dtype", "axes", "op", "ms", "x sum", "x native", "x ort", "GB/s", "mem", ""]
+
+
+def _large_rows(records: list[dict[str, Any]]) -> list[list[str]]:
+    return [
         [
             r["backend"],
             r["dtype"],
@@ -50,8 +52,19 @@ def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]
             _mem(r),
             _mark(r.get("meets")),
         ]
-        for r in result["large"]
+        for r in records
     ]
+
+
+_MASKED_TITLE = (
+    "LogSumExp of masked logits (half the entries -1e9, as attention masks write), "
+    "float32, last axis: not judged; the native times show which exp kernels slow down"
+)
+
+
+def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+    head = _HEAD
+    rows = _large_rows(result["large"])
     small_head = ["backend", "op", "us", "sum us", "native us", "overhead us", ""]
     small_rows = [
         [
@@ -96,6 +109,8 @@ def format_table(result: dict[str, Any]) -> str:
         "expression and onnxruntime; peak extra memory as % of the input",
         _aligned(head, rows),
     ]
+    if result.get("masked"):
+        parts += [f"\n{_MASKED_TITLE}", _aligned(head, _large_rows(result["masked"]))]
     if small_rows:
         parts += [
             f"\nsmall input {tuple(meta['settings']['small_shape'])}: median us per call",
@@ -115,6 +130,8 @@ def to_markdown(result: dict[str, Any]) -> str:
     """The tables of a run in Markdown."""
     head, rows, small_head, small_rows = _rows(result)
     parts = [_md(head, rows)]
+    if result.get("masked"):
+        parts += ["", _MASKED_TITLE + ":", "", _md(head, _large_rows(result["masked"]))]
     if small_rows:
         parts += ["", _md(small_head, small_rows)]
     parts += ["", _summary(result) + "."]
