@@ -5,9 +5,9 @@ operator, the backend's plain sum, its native expressions and onnxruntime's kern
 timed in rounds, one call each per round, so that all of them see the same machine state
 (turbo, caches, other load); the median over rounds is reported.
 
-Within a round, each operator is timed back to back with its anchors (onnxruntime's kernel,
-then per backend the plain sum, ours and the native expressions; the order reversed every
-other round), and a ratio is the median over rounds of the ratio within each round. On a
+Within a round, each operator is timed back to back with its anchors (the backend's plain
+sum, ours, the native expressions and onnxruntime's kernel; the order reversed every other
+round), and a ratio is the median over rounds of the ratio within each round. On a
 shared machine the speed drifts by tens of percent from second to second; paired ratios
 cancel that drift where a ratio of two medians taken seconds apart does not.
 """
@@ -109,17 +109,29 @@ def _time_rounds(contenders: list[_Contender], repeats: int, budget_s: float) ->
 
 def _time_units(units: list[list[_Contender]], repeats: int, budget_s: float) -> None:
     """Rounds of one call per contender, each unit's calls back to back; every other
-    round takes each unit in reverse order, so no contender always follows another."""
+    round takes each unit in reverse order, so no contender always follows another.
+
+    Between units of different backends the loop pauses for ``_SETTLE_S``: thread pools
+    (XLA's, PyTorch's) keep their threads busy for a moment after a call, and the first
+    calls of the next backend ran up to twice as long beside them.
+    """
     for unit in units:  # warm-up: compilation, caches, lazy imports
         for c in unit:
             c.sync(c.fn())
     start = time.perf_counter()
     for r in range(repeats):
+        previous = None
         for unit in units:
+            if previous is not None and unit[0].key[0] != previous:
+                time.sleep(_SETTLE_S)
+            previous = unit[0].key[0]
             for c in unit if r % 2 == 0 else reversed(unit):
                 c.times.append(c.call())
         if r >= 2 and time.perf_counter() - start > budget_s:
             break
+
+
+_SETTLE_S = 0.02
 
 
 def _caller(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
@@ -179,33 +191,38 @@ def _units(
     data: dict[str, np.ndarray],
     arrays: dict[str, dict[str, Any]],
 ) -> list[list[_Contender]]:
-    """Per operator, the contenders timed back to back: onnxruntime's kernel, then per
-    backend its plain sum, ours and its native expressions."""
+    """Per backend and operator, the contenders timed back to back: the backend's plain
+    sum, ours, its native expressions and onnxruntime's kernel.
+
+    Units of one backend follow each other, so no backend's call runs right after
+    another's (whose thread pool may still be busy; see :func:`_time_units`).
+    """
     import anyreduce
 
     from .._lib._ops import OPS
 
-    units: list[list[_Contender]] = []
-    sums = {
-        b.name: b.plain_sum(arrays[b.name]["normal"], axes) for b in backends if b.name in arrays
+    kernels = {
+        op: onnxruntime_kernel(OPS[op].onnx_name, _array(data, op), axes)
+        if settings.onnxruntime
+        else None
+        for op in _ops(settings)
     }
-    for op in _ops(settings):
-        unit: list[_Contender] = []
-        kernel = (
-            onnxruntime_kernel(OPS[op].onnx_name, _array(data, op), axes)
-            if settings.onnxruntime
-            else None
-        )
-        if kernel is not None:
-            unit.append(_Contender(("onnxruntime", op, "ort", "onnxruntime"), kernel, id))
-        for b in (b for b in backends if b.name in arrays):
+    units: list[list[_Contender]] = []
+    for b in (b for b in backends if b.name in arrays):
+        plain = b.plain_sum(arrays[b.name]["normal"], axes)
+        for op in _ops(settings):
             xo = _array(arrays[b.name], op)
-            unit.append(_Contender((b.name, op, "sum", "sum"), sums[b.name], b.sync))
             ours = _caller(getattr(anyreduce, op), xo, axes)
-            unit.append(_Contender((b.name, op, "ours", "anyreduce"), ours, b.sync))
+            unit = [
+                _Contender((b.name, op, "sum", "sum"), plain, b.sync),
+                _Contender((b.name, op, "ours", "anyreduce"), ours, b.sync),
+            ]
             for label, make in b.native.get(op, {}).items():
                 unit.append(_Contender((b.name, op, "native", label), make(xo, axes), b.sync))
-        units.append(unit)
+            kernel = kernels[op]
+            if kernel is not None:
+                unit.append(_Contender((b.name, op, "ort", "onnxruntime"), kernel, id))
+            units.append(unit)
     return units
 
 
@@ -250,7 +267,7 @@ def _large_group(
             plain = by_key[(b.name, op, "sum")]
             ours = by_key[(b.name, op, "ours")]
             best = min(natives.get((b.name, op), []), key=lambda c: c.median, default=None)
-            ort = by_key.get(("onnxruntime", op, "ort"))
+            ort = by_key.get((b.name, op, "ort"))
             record: dict[str, Any] = {
                 "size": "large",
                 "data": kind,
