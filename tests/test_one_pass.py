@@ -13,7 +13,7 @@ import anyreduce
 import reference
 from anyreduce._lib import _backends
 from anyreduce._lib._blocks import square_sum
-from backends import assert_result, backend_of, make
+from backends import assert_result, backend_of, make, np_dtype
 
 # Rows of every kind the range check must tell apart: plain, overflowing squares,
 # underflowing squares, all zero, one huge among small, inf, NaN, subnormal.
@@ -289,3 +289,53 @@ def test_numpy_exp2_is_never_asked_for_a_subnormal_or_zero(
             np.testing.assert_allclose(got, want.astype(dtype), rtol=4 * eps, atol=8 * eps)
     assert all(low >= floor for low in lowest), (min(lowest), floor)
     assert lowest, "exp2 is still used where it is fast"
+
+
+_WIDENED_OPS = ["reduce_sum", "reduce_mean", "reduce_log_sum", "reduce_prod"]
+_WIDENED_CASES = [(op, "float16") for op in _WIDENED_OPS] + [("reduce_sum", "bfloat16")]
+_WIDENED_EXPECTED: dict[tuple[str, str, str], np.ndarray] = {}
+
+
+def _half_values(op: str) -> np.ndarray:
+    # 1,049,544 elements: more than 2**20, where PyTorch widens block by block.
+    rng = np.random.default_rng(23)
+    shape = (129, 9, 904)
+    if op == "reduce_prod":
+        return 1 + rng.uniform(-1e-3, 1e-3, shape)
+    values = rng.uniform(0.0, 4.0, shape)
+    values[:, 0, :7] = [60000.0, 0.001, -60000.0, 1e-4, 3.0, -1e-4, 2.5]  # cancellation
+    return values
+
+
+@pytest.mark.parametrize(("op", "dtype"), _WIDENED_CASES)
+@pytest.mark.parametrize("axes", [[2], [0], None], ids=str)
+def test_half_precision_over_large_data_accumulates_in_float64(
+    xp: Any, dtype_available: Any, op: str, dtype: str, axes: list[int] | None
+) -> None:
+    # No float64 copy of the whole input, and the same correctly rounded results as for
+    # small data.
+    dtype_available(dtype)
+    values = _half_values(op)
+    data = make(xp, values, dtype)
+    key = (op, dtype, str(axes))
+    if key not in _WIDENED_EXPECTED:
+        exact = values.astype(np_dtype(dtype)).astype(np.float64)
+        _WIDENED_EXPECTED[key] = reference.reduce(op, exact, axes, keepdims=False)
+    result = getattr(anyreduce, op)(data, axes, keepdims=False)
+    out = () if axes is None else tuple(n for i, n in enumerate(values.shape) if i not in axes)
+    assert_result(result, xp, dtype, out, _WIDENED_EXPECTED[key])
+
+
+def test_torch_half_sums_hold_no_float64_copy_of_the_input() -> None:
+    torch = pytest.importorskip("torch")
+    from anyreduce._bench._memory import peak_extra_bytes
+
+    x = torch.from_numpy(np.random.default_rng(3).uniform(0, 1, (2048, 4096))).half()
+    for op in _WIDENED_OPS:
+        for axes in ([1], [0], None):
+            extra = peak_extra_bytes(
+                "torch", lambda op=op, axes=axes: getattr(anyreduce, op)(x, axes)
+            )
+            # A float64 copy of the input would be 4x its size; blocks hold a sixteenth of that.
+            assert extra is not None
+            assert extra <= x.nbytes // 4, (op, axes, extra, x.nbytes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 from array_api_compat import device as device_of
@@ -44,6 +45,9 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     """
     if not axes:
         return xp.astype(x, dtype, copy=True)
+    widened = _widened_in_blocks(xp, x, axes, keepdims, dtype, xp.sum, xp.sum)
+    if widened is not None:
+        return widened
     if _dtypes.is_float(xp, dtype) and _backends.chunked(xp):
         # Each chunk is summed by itself (blocked where its backend needs it), then the
         # chunk sums up the backend's tree: a reshape for blocks would rechunk the data.
@@ -62,6 +66,35 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     for a in axes:
         if a not in inner:
             total = _block_sum(xp, total, a, dtype)
+    return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
+
+
+def _widened_in_blocks(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    dtype: Any,
+    reduce: Callable[..., Array],
+    combine: Callable[..., Array],
+) -> Array | None:
+    """``reduce`` of ``x`` into the wider ``dtype``, block by block along axis 0, where the
+    backend would otherwise widen the whole input at once (``_backends.widening_rows``).
+
+    Each block is reduced into ``dtype`` (keepdims); the block results are joined along
+    axis 0 when it is kept, else combined by ``combine`` over axis 0 in ``dtype``. None
+    where the backend widens on the fly.
+    """
+    rows = _backends.widening_rows(xp, x, dtype)
+    if rows is None:
+        return None
+    parts = [
+        reduce(x[start : min(start + rows, x.shape[0]), ...], axis=axes, keepdims=True, dtype=dtype)
+        for start in range(0, x.shape[0], rows)
+    ]
+    total = xp.concat(parts, axis=0)
+    if 0 in axes:
+        total = combine(total, axis=0, keepdims=True, dtype=dtype)
     return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
 
 
@@ -99,6 +132,9 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
     """Product accumulated in ``dtype`` (integers wrap modulo 2**bits)."""
     if not axes:
         return xp.astype(x, dtype, copy=True)
+    widened = _widened_in_blocks(xp, x, axes, keepdims, dtype, xp.prod, xp.prod)
+    if widened is not None:
+        return widened
     if len(axes) == x.ndim > 1 and _backends.prod_all_axes_copies(xp):
         total = xp.prod(xp.reshape(x, (-1,)), axis=0, dtype=dtype)
         return xp.reshape(total, (1,) * x.ndim) if keepdims else total

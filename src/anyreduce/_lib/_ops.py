@@ -205,6 +205,10 @@ def _from_float(xp: Namespace, r: Array, x: Array, dtype: Any) -> Array:
 
 
 def _log_sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
+    if _dtypes.is_float(xp, dtype):
+        # rsum widens as it sums: no copy of the data in the wider type.
+        total = rsum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
+        return xp.astype(xp.log(total), dtype)
     y = _as_float(xp, x, dtype)
     return _from_float(xp, xp.log(rsum(xp, y, axes, keepdims, y.dtype)), x, dtype)
 
