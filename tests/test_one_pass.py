@@ -293,7 +293,10 @@ def test_numpy_exp2_is_never_asked_for_a_subnormal_or_zero(
 
 
 _WIDENED_OPS = ["reduce_sum", "reduce_mean", "reduce_log_sum", "reduce_prod", "reduce_log_sum_exp"]
-_WIDENED_CASES = [(op, "float16") for op in _WIDENED_OPS] + [("reduce_sum", "bfloat16")]
+_WIDENED_CASES = [(op, "float16") for op in _WIDENED_OPS] + [
+    ("reduce_sum", "bfloat16"),
+    ("reduce_log_sum_exp", "bfloat16"),
+]
 _WIDENED_EXPECTED: dict[tuple[str, str, str], np.ndarray] = {}
 
 
