@@ -62,6 +62,11 @@ _L2_RANGE = "No intermediate overflow or underflow when the result is representa
 _DTYPE = "The output dtype is the input dtype; integers wrap modulo 2**bits, as ONNX."
 _MEAN = "The mean of integers is exact, truncated toward zero, in the input dtype."
 _EMPTY = "A reduction over an empty set gives the operator's identity (ONNX)."
+_NAN = (
+    "NaN propagates, for Max and Min too (ONNX). XLA's vectorised CPU code for large"
+    " enough inputs drops it (openxla/xla#21461)."
+)
+_NAN_DATA = "jnp.where(jnp.arange(4096) == 1, jnp.nan, jnp.arange(4096, dtype=jnp.float32))"
 
 DIVERGENCES = (
     Divergence(
@@ -216,6 +221,26 @@ DIVERGENCES = (
         why=_L2_RANGE,
     ),
     Divergence(
+        id="jax-max-nan",
+        framework="jax",
+        data=_NAN_DATA,
+        theirs_call="jnp.max(x)",
+        theirs=Outcome(4095.0, "float32"),
+        ours_call="anyreduce.reduce_max(x, keepdims=False)",
+        ours=Outcome(math.nan, "float32"),
+        why=_NAN,
+    ),
+    Divergence(
+        id="jax-min-nan",
+        framework="jax",
+        data=_NAN_DATA,
+        theirs_call="jnp.min(x)",
+        theirs=Outcome(0.0, "float32"),
+        ours_call="anyreduce.reduce_min(x, keepdims=False)",
+        ours=Outcome(math.nan, "float32"),
+        why=_NAN,
+    ),
+    Divergence(
         id="jax-sum-int8",
         framework="jax",
         data="jnp.array([100, 100], dtype=jnp.int8)",
@@ -274,7 +299,9 @@ def _check(call: str, scope: dict[str, Any], expected: Outcome) -> None:
     assert tuple(result.shape) == ()
     value = float(np.asarray(result.float() if expected.dtype == "bfloat16" else result))
     assert expected.value is not None
-    if math.isinf(expected.value) or expected.value == 0:
+    if math.isnan(expected.value):
+        assert math.isnan(value)
+    elif math.isinf(expected.value) or expected.value == 0:
         assert value == expected.value
     else:  # the table shows 8 significant digits
         assert value == pytest.approx(expected.value, rel=1e-7, abs=0)

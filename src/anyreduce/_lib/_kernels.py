@@ -223,6 +223,8 @@ def rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         return xp.any(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):
         return _flip_sign_bit(xp, xp.max(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
+    if _backends.extreme_dropping_nan(xp, x.dtype):
+        return _backends.nan_propagating_extreme(x, axes, keepdims, high=True)
     return xp.max(x, axis=axes, keepdims=keepdims)
 
 
@@ -237,6 +239,8 @@ def rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         return xp.all(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):
         return _flip_sign_bit(xp, xp.min(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
+    if _backends.extreme_dropping_nan(xp, x.dtype):
+        return _backends.nan_propagating_extreme(x, axes, keepdims, high=False)
     return xp.min(x, axis=axes, keepdims=keepdims)
 
 
