@@ -26,6 +26,8 @@ __all__ = [
     "computing",
     "exp_of_difference",
     "extreme_dropping_nan",
+    "extreme_in",
+    "extreme_through",
     "fused_squares",
     "grouped_square_sums",
     "grouped_square_sums_exist",
@@ -236,6 +238,30 @@ def _jax_extreme(high: bool) -> Callable[[Array, Axes, bool], Array]:
         return staged(v, axes, keepdims), tangent
 
     return extreme
+
+
+def extreme_through(xp: Namespace, x: Array) -> Any:
+    """The dtype NumPy takes a max or min of ``x`` in, where not ``x``'s own; else None.
+
+    NumPy's float16 maximum and minimum loops are not vectorised: float16 (4096, 8192)
+    took 185-200 ms against 32-36 ms through ``np.maximum.reduce(..., dtype=float64)``,
+    which casts in buffers (no copy of the input; numpy 2.4). The result is one of the
+    values, so exact once cast back.
+    """
+    if not array_api_compat.is_numpy_namespace(xp) or math.prod(x.shape) < 2**12:
+        return None
+    import numpy as np
+
+    return np.float64 if x.dtype == np.float16 else None
+
+
+def extreme_in(x: Array, axes: Axes, keepdims: bool, high: bool, dtype: Any) -> Array:
+    """Max (``high``) or min of NumPy ``x`` over ``axes``, taken in ``dtype``, in ``x``'s dtype."""
+    import numpy as np
+
+    ufunc: Any = np.maximum if high else np.minimum
+    result = ufunc.reduce(x, axis=tuple(axes), keepdims=keepdims, dtype=dtype)
+    return np.asarray(result).astype(x.dtype)
 
 
 def sums_pairwise(xp: Namespace) -> bool:

@@ -225,6 +225,9 @@ def rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         return _flip_sign_bit(xp, xp.max(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
     if _backends.extreme_dropping_nan(xp, x.dtype):
         return _backends.nan_propagating_extreme(x, axes, keepdims, high=True)
+    through = _backends.extreme_through(xp, x)
+    if through is not None:
+        return _backends.extreme_in(x, axes, keepdims, True, through)
     return xp.max(x, axis=axes, keepdims=keepdims)
 
 
@@ -241,6 +244,9 @@ def rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         return _flip_sign_bit(xp, xp.min(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
     if _backends.extreme_dropping_nan(xp, x.dtype):
         return _backends.nan_propagating_extreme(x, axes, keepdims, high=False)
+    through = _backends.extreme_through(xp, x)
+    if through is not None:
+        return _backends.extreme_in(x, axes, keepdims, False, through)
     return xp.min(x, axis=axes, keepdims=keepdims)
 
 
