@@ -81,21 +81,39 @@ def _widened_in_blocks(
     """``reduce`` of ``x`` into the wider ``dtype``, block by block along axis 0, where the
     backend would otherwise widen the whole input at once (``_backends.widening_rows``).
 
-    Each block is reduced into ``dtype`` (keepdims); the block results are joined along
-    axis 0 when it is kept, else combined by ``combine`` over axis 0 in ``dtype``. None
-    where the backend widens on the fly.
+    Each block is copied into one reused buffer of ``dtype`` and reduced there (keepdims);
+    the block results are joined along axis 0 when it is kept, else combined by
+    ``combine`` over axis 0. A fresh widened block per step is above glibc's mmap
+    threshold, and page-faulted anew on every block in some allocator states (float16
+    (4096, 8192) summed in 98 ms against 22 ms). None where the backend widens on the fly.
     """
     rows = _backends.widening_rows(xp, x, dtype)
     if rows is None:
         return None
-    parts = [
-        reduce(x[start : min(start + rows, x.shape[0]), ...], axis=axes, keepdims=True, dtype=dtype)
-        for start in range(0, x.shape[0], rows)
-    ]
+    buffer = xp.empty((rows, *x.shape[1:]), dtype=dtype, device=device_of(x))
+    parts = []
+    for start in range(0, x.shape[0], rows):
+        block = x[start : min(start + rows, x.shape[0]), ...]
+        wide = buffer[: block.shape[0], ...]
+        wide[...] = block
+        parts.append(reduce(wide, axis=axes, keepdims=True))
     total = xp.concat(parts, axis=0)
     if 0 in axes:
-        total = combine(total, axis=0, keepdims=True, dtype=dtype)
+        total = combine(total, axis=0, keepdims=True)
     return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
+
+
+def _kept_prod(xp: Namespace) -> Callable[..., Array]:
+    """``xp.prod`` (keepdims) that takes a product over every axis as one over the
+    flattened block (a view), as :func:`rprod` does: PyTorch multiplies one axis at a
+    time otherwise (float16 (4096, 8192) in float64 blocks: 69 against 23 ms)."""
+
+    def prod(v: Array, *, axis: Axes, keepdims: bool) -> Array:
+        if len(axis) == v.ndim > 1:
+            return xp.reshape(xp.prod(xp.reshape(v, (-1,)), axis=0), (1,) * v.ndim)
+        return xp.prod(v, axis=axis, keepdims=keepdims)
+
+    return prod
 
 
 def _plain_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, *, dtype: Any) -> Array:
@@ -132,7 +150,7 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
     """Product accumulated in ``dtype`` (integers wrap modulo 2**bits)."""
     if not axes:
         return xp.astype(x, dtype, copy=True)
-    widened = _widened_in_blocks(xp, x, axes, keepdims, dtype, xp.prod, xp.prod)
+    widened = _widened_in_blocks(xp, x, axes, keepdims, dtype, _kept_prod(xp), xp.prod)
     if widened is not None:
         return widened
     if len(axes) == x.ndim > 1 and _backends.prod_all_axes_copies(xp):
