@@ -25,16 +25,13 @@ __all__ = [
     "compiled",
     "computing",
     "exp_of_difference",
-    "extreme_dropping_nan",
-    "extreme_in",
-    "extreme_through",
+    "extreme",
     "fused_squares",
     "grouped_square_sums",
     "grouped_square_sums_exist",
     "lift",
     "lower",
     "namespace",
-    "nan_propagating_extreme",
     "patch_slices",
     "patches_slices",
     "prod_all_axes_copies",
@@ -155,21 +152,34 @@ def _jax_abs() -> Callable[[Array], Array]:
     return magnitude
 
 
-def extreme_dropping_nan(xp: Namespace, dtype: Any) -> bool:
-    """Whether the backend's own max and min of float ``dtype`` can drop NaN.
+def extreme(xp: Namespace, x: Array, axes: Axes, keepdims: bool, high: bool) -> Array | None:
+    """Max (``high``) or min of float ``x`` where the backend's own needs help; else None.
 
-    XLA on the CPU vectorises its max and min reductions with instructions that return
-    the other operand when one is NaN: ``jnp.max`` of float32 (300, 70) holding one NaN is
-    finite (jax 0.10; openxla/xla#21461). :func:`nan_propagating_extreme` is used there.
+    * JAX on the CPU: XLA vectorises its max and min reductions with instructions that
+      return the other operand when one is NaN: ``jnp.max`` of float32 (300, 70) holding
+      one NaN is finite (jax 0.10; openxla/xla#21461). See :func:`_nan_propagating`.
+    * NumPy float16: its maximum and minimum loops are not vectorised: float16
+      (4096, 8192) took 185-200 ms against 32-36 ms through
+      ``np.maximum.reduce(..., dtype=float64)``, which casts in buffers (no copy of the
+      input; numpy 2.4). The result is one of the values, so exact once cast back.
     """
-    if not array_api_compat.is_jax_namespace(xp) or not xp.isdtype(dtype, "real floating"):
-        return False
-    import jax
+    if array_api_compat.is_jax_namespace(xp):
+        import jax
 
-    return bool(jax.default_backend() == "cpu")
+        if xp.isdtype(x.dtype, "real floating") and jax.default_backend() == "cpu":
+            return _nan_propagating(x, axes, keepdims, high)
+        return None
+    if array_api_compat.is_numpy_namespace(xp) and math.prod(x.shape) >= 2**12:
+        import numpy as np
+
+        if x.dtype == np.float16:
+            ufunc: Any = np.maximum if high else np.minimum
+            result = ufunc.reduce(x, axis=tuple(axes), keepdims=keepdims, dtype=np.float64)
+            return np.asarray(result).astype(x.dtype)
+    return None
 
 
-def nan_propagating_extreme(x: Array, axes: Axes, keepdims: bool, high: bool) -> Array:
+def _nan_propagating(x: Array, axes: Axes, keepdims: bool, high: bool) -> Array:
     """Max (``high``) or min of JAX ``x`` over ``axes`` in which NaN propagates.
 
     A ``lax.reduce`` whose computation selects NaN explicitly. Over every axis, or the
@@ -238,30 +248,6 @@ def _jax_extreme(high: bool) -> Callable[[Array, Axes, bool], Array]:
         return staged(v, axes, keepdims), tangent
 
     return extreme
-
-
-def extreme_through(xp: Namespace, x: Array) -> Any:
-    """The dtype NumPy takes a max or min of ``x`` in, where not ``x``'s own; else None.
-
-    NumPy's float16 maximum and minimum loops are not vectorised: float16 (4096, 8192)
-    took 185-200 ms against 32-36 ms through ``np.maximum.reduce(..., dtype=float64)``,
-    which casts in buffers (no copy of the input; numpy 2.4). The result is one of the
-    values, so exact once cast back.
-    """
-    if not array_api_compat.is_numpy_namespace(xp) or math.prod(x.shape) < 2**12:
-        return None
-    import numpy as np
-
-    return np.float64 if x.dtype == np.float16 else None
-
-
-def extreme_in(x: Array, axes: Axes, keepdims: bool, high: bool, dtype: Any) -> Array:
-    """Max (``high``) or min of NumPy ``x`` over ``axes``, taken in ``dtype``, in ``x``'s dtype."""
-    import numpy as np
-
-    ufunc: Any = np.maximum if high else np.minimum
-    result = ufunc.reduce(x, axis=tuple(axes), keepdims=keepdims, dtype=dtype)
-    return np.asarray(result).astype(x.dtype)
 
 
 def sums_pairwise(xp: Namespace) -> bool:
@@ -480,8 +466,15 @@ def scratch_rows(xp: Namespace, x: Array) -> int | None:
         return None
     # At most a sixteenth of the data (so peak extra memory stays near 6%), at least
     # ``floor`` elements (per-block Python work is ~30 us), at most ``cap``.
-    limit = min(cap, max(floor, size // 16))
-    if not eligible or size <= limit:
+    return _rows_per_block(x, size // 16, floor, cap) if eligible else None
+
+
+def _rows_per_block(x: Array, share: int, floor: int, cap: int) -> int | None:
+    """Rows of ``x`` along axis 0 per block of ``share`` elements, clipped to
+    [``floor``, ``cap``]; None where the whole of ``x`` fits in one block."""
+    limit = min(cap, max(floor, share))
+    size: int = math.prod(x.shape)
+    if size <= limit:
         return None  # fits in one block: the functional form makes no larger temporary
     row: int = math.prod(x.shape[1:])
     return max(1, limit // max(1, row))
@@ -507,12 +500,7 @@ def widening_rows(xp: Namespace, x: Array, dtype: Any) -> int | None:
         return None
     if x.dtype.itemsize >= dtype.itemsize or not _eager_torch(x):
         return None
-    size: int = math.prod(x.shape)
-    limit = min(_WIDENING_ELEMENTS, max(2**16, size // 64))
-    if size <= limit:
-        return None
-    row: int = size // x.shape[0]
-    return max(1, limit // max(1, row))
+    return _rows_per_block(x, math.prod(x.shape) // 64, 2**16, _WIDENING_ELEMENTS)
 
 
 def write_elementwise(kind: str, block: Array, out: Array, companion: Array | None) -> Array:

@@ -241,11 +241,9 @@ def rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         return xp.any(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):
         return _flip_sign_bit(xp, xp.max(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
-    if _backends.extreme_dropping_nan(xp, x.dtype):
-        return _backends.nan_propagating_extreme(x, axes, keepdims, high=True)
-    through = _backends.extreme_through(xp, x)
-    if through is not None:
-        return _backends.extreme_in(x, axes, keepdims, True, through)
+    special = _backends.extreme(xp, x, axes, keepdims, high=True)
+    if special is not None:
+        return special
     return xp.max(x, axis=axes, keepdims=keepdims)
 
 
@@ -260,11 +258,9 @@ def rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         return xp.all(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):
         return _flip_sign_bit(xp, xp.min(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
-    if _backends.extreme_dropping_nan(xp, x.dtype):
-        return _backends.nan_propagating_extreme(x, axes, keepdims, high=False)
-    through = _backends.extreme_through(xp, x)
-    if through is not None:
-        return _backends.extreme_in(x, axes, keepdims, False, through)
+    special = _backends.extreme(xp, x, axes, keepdims, high=False)
+    if special is not None:
+        return special
     return xp.min(x, axis=axes, keepdims=keepdims)
 
 

@@ -224,16 +224,15 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: 
     return _from_float(xp, result + _keep(xp, shift, x.shape, axes, keepdims), x, dtype)
 
 
-def _shifted_exps(xp: Namespace, y: Array, axes: Axes, *, wide: Any = None) -> tuple[Array, Array]:
+def _shifted_exps(xp: Namespace, y: Array, axes: Axes, *, wide: Any) -> tuple[Array, Array]:
     """Per slice (keepdims): a shift m and the sum of exp(y - m), m a maximum of the slice,
-    both in ``wide`` (``y``'s dtype if None).
+    both in ``wide``.
 
     Each block takes its own maximum (so the data are read once) and the blocks' sums are
     brought to the largest shift when merged. The shift keeps exp from overflowing; a
     slice whose maximum is +-inf or NaN is not shifted, which gives +inf, -inf and NaN by
     IEEE rules. Blocks of a narrower ``y`` are widened one at a time.
     """
-    wide = y.dtype if wide is None else wide
     totals = BlockTotals(xp, axes, wide)
 
     def block_sums(block: Array, over: Axes, scratch: Array | None) -> tuple[Array, Array]:
