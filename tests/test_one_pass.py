@@ -402,3 +402,57 @@ def test_jax_max_and_min_keep_their_gradients() -> None:
             got = jax.grad(lambda v, f=ours, a=axes: jnp.sum(f(v, a)))(x)
             want = jax.grad(lambda v, f=native, a=axis: jnp.sum(f(v, axis=a, keepdims=True)))(x)
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_log_sum"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [((4096, 8), [0]), ((2011, 3, 5), [0]), ((37, 61, 9), [0, 1]), ((17, 2), [0])],
+    ids=str,
+)
+def test_sums_over_leading_axes_hold_the_bound_and_keep_special_values(
+    xp: Any,
+    dtype_available: Any,
+    op: str,
+    dtype: str,
+    shape: tuple[int, ...],
+    axes: list[int],
+) -> None:
+    # JAX on the CPU sums leading axes as products with a vector of ones, 16 rows at a
+    # time (_backends.leading_sum); constant data is the worst case for such short
+    # sequential sums, and inf and NaN must come through as in the plain sum.
+    dtype_available(dtype)
+    values = np.full(shape, 0.1, dtype=dtype)
+    flat = values.reshape(math.prod(shape[: len(axes)]), -1)
+    flat[5, 0] = np.inf
+    flat[:, 1] = 0.0
+    flat[7, 1] = np.nan
+    if flat.shape[1] > 2:
+        flat[3, 2] = -np.inf
+    expected = reference.reduce(op, values.astype(np.float64), axes, keepdims=False)
+    result = getattr(anyreduce, op)(make(xp, values, dtype), axes, keepdims=False)
+    kept = tuple(n for i, n in enumerate(shape) if i not in axes)
+    # 8 * eps * M (the accuracy contract; M is the sum itself here), plus the final
+    # division or log.
+    eps = float(np.finfo(dtype).eps)
+    assert_result(result, xp, dtype, kept, expected, rtol=10 * eps)
+
+
+def test_jax_leading_sums_are_dot_products_that_differentiate_and_batch() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    if jax.default_backend() != "cpu" or jax.device_count() > 1:
+        pytest.skip("leading sums through dot products are for XLA's CPU code on one device")
+    x = jnp.asarray(np.random.default_rng(41).uniform(-1.0, 1.0, (300, 40)), dtype=jnp.float32)
+    text = jax.jit(lambda v: anyreduce.reduce_sum(v, [0])).lower(x).as_text()
+    assert "dot_general" in text
+    for op in (anyreduce.reduce_sum, anyreduce.reduce_mean):
+        got = jax.grad(lambda v, f=op: jnp.sum(f(v, [0]) ** 2))(x)
+        want = jax.grad(lambda v, f=op: jnp.sum(f(v, [1]) ** 2))(x.T).T
+        # 2 * the column sums, 300 terms of |x| <= 1 each: within 8 * eps * 300 of each other.
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=2e-4)
+    stacked = jnp.stack([x, 2 * x, -x])
+    batched = jax.vmap(lambda v: anyreduce.reduce_sum(v, [0], keepdims=False))(stacked)
+    one_by_one = [anyreduce.reduce_sum(v, [0], keepdims=False) for v in stacked]
+    np.testing.assert_allclose(np.asarray(batched), np.stack(one_by_one), rtol=0, atol=1e-4)

@@ -17,6 +17,7 @@ from array_api_compat import device as device_of
 from . import _backends, _dtypes
 
 __all__ = [
+    "data_sum",
     "float_to_int",
     "int_abs",
     "int_mean",
@@ -67,6 +68,20 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         if a not in inner:
             total = _block_sum(xp, total, a, dtype)
     return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
+
+
+def data_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
+    """:func:`rsum` of an operator's data itself, not of an expression of it.
+
+    Here a backend may take a route that would write an element-wise step out in full
+    (``_backends.leading_sum``); sums of expressions go to :func:`rsum`, where backends
+    that fuse the step into their reduction keep it fused.
+    """
+    if axes:
+        leading = _backends.leading_sum(xp, x, axes, keepdims, dtype)
+        if leading is not None:
+            return leading
+    return rsum(xp, x, axes, keepdims, dtype)
 
 
 def _widened_in_blocks(

@@ -20,7 +20,17 @@ from array_api_compat import device as device_of
 from . import _backends, _dtypes, _small
 from ._axes import reduced_shape
 from ._blocks import BlockTotals, Part, map_merge, map_sum, square_sum
-from ._kernels import float_to_int, int_abs, int_mean, rmax, rmin, rprod, rsum, to_float
+from ._kernels import (
+    data_sum,
+    float_to_int,
+    int_abs,
+    int_mean,
+    rmax,
+    rmin,
+    rprod,
+    rsum,
+    to_float,
+)
 
 __all__ = ["OPS", "Op", "run"]
 
@@ -48,7 +58,7 @@ def _cast(xp: Namespace, r: Array, dtype: Any) -> Array:
 def _sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     if _dtypes.is_integer(xp, dtype):
         return rsum(xp, x, axes, keepdims, x.dtype)
-    return _cast(xp, rsum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype)), dtype)
+    return _cast(xp, data_sum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype)), dtype)
 
 
 def _sum_square(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
@@ -183,7 +193,7 @@ def _mean(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) ->
     n = _count(x.shape, axes)
     if _dtypes.is_integer(xp, dtype):
         return int_mean(xp, x, axes, keepdims, dtype, n)
-    total = rsum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
+    total = data_sum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
     return _cast(xp, total / n, dtype)
 
 
@@ -218,7 +228,7 @@ def _from_float(xp: Namespace, r: Array, x: Array, dtype: Any) -> Array:
 def _log_sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
     if _dtypes.is_float(xp, dtype):
         # rsum widens as it sums: no copy of the data in the wider type.
-        total = rsum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
+        total = data_sum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
         return _cast(xp, xp.log(total), dtype)
     y = _as_float(xp, x, dtype)
     return _from_float(xp, xp.log(rsum(xp, y, axes, keepdims, y.dtype)), x, dtype)
