@@ -456,3 +456,33 @@ def test_jax_leading_sums_are_dot_products_that_differentiate_and_batch() -> Non
     batched = jax.vmap(lambda v: anyreduce.reduce_sum(v, [0], keepdims=False))(stacked)
     one_by_one = [anyreduce.reduce_sum(v, [0], keepdims=False) for v in stacked]
     np.testing.assert_allclose(np.asarray(batched), np.stack(one_by_one), rtol=0, atol=1e-4)
+
+
+def test_numpy_leading_sums_are_blas_dots_and_views_still_sum_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, ...]] = []
+    matmul = np.matmul
+
+    def spy(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(tuple(np.shape(b)))
+        return matmul(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", spy)
+    host = np.random.default_rng(43).uniform(-1.0, 1.0, (1000, 24)).astype(np.float32)
+    exact = host.astype(np.float64).sum(axis=0)
+    magnitude = np.abs(host).astype(np.float64).sum(axis=0)
+    bound = 8 * np.finfo(np.float32).eps * magnitude
+    for op, scale in (("reduce_sum", 1), ("reduce_mean", 1000)):
+        calls.clear()
+        result = getattr(anyreduce, op)(host, [0], keepdims=False) * scale
+        assert np.all(np.abs(result - exact) <= bound + 2 * np.spacing(np.abs(exact)))
+        # 1000 rows: 16 slabs of 62 (the 8 left over summed apart), then 16 of 3, then 3.
+        assert calls == [(16, 62 * 24), (16, 3 * 24)]
+    wide = np.ascontiguousarray(np.concatenate([host, host], axis=1))
+    for view in (host.T.T.copy(order="F"), wide[:, ::2], host[::-1]):
+        calls.clear()
+        result = anyreduce.reduce_sum(view, [0], keepdims=False)
+        want = np.asarray(view, dtype=np.float64).sum(axis=0)
+        assert np.all(np.abs(result - want) <= bound + 2 * np.spacing(np.abs(want)))
+        assert calls == []  # not one matrix without a copy: the blocked sum
