@@ -486,3 +486,19 @@ def test_numpy_leading_sums_are_blas_dots_and_views_still_sum_right(
         want = np.asarray(view, dtype=np.float64).sum(axis=0)
         assert np.all(np.abs(result - want) <= bound + 2 * np.spacing(np.abs(want)))
         assert calls == []  # not one matrix without a copy: the blocked sum
+
+
+@pytest.mark.parametrize(
+    "op", ["reduce_l1", "reduce_sum_square", "reduce_l2", "reduce_log_sum_exp"]
+)
+@pytest.mark.parametrize("axes", [[0], [0, 1]], ids=str)
+def test_blocked_sums_over_leading_axes_hold_the_bound(xp: Any, op: str, axes: list[int]) -> None:
+    # 560,000 elements: blocked on NumPy and PyTorch, each block's leading rows summed by
+    # dots of 16 terms on NumPy (_blocks.BlockTotals); constant data is the worst case.
+    values = np.full((2000, 7, 40), -0.1, dtype=np.float32)
+    expected = reference.reduce(op, values.astype(np.float64), axes, keepdims=False)
+    result = getattr(anyreduce, op)(make(xp, values, "float32"), axes, keepdims=False)
+    kept = tuple(n for i, n in enumerate(values.shape) if i not in axes)
+    eps = float(np.finfo(np.float32).eps)
+    # 8 * eps * M (the contract; M is the value summed here), plus the final root or log.
+    assert_result(result, xp, "float32", kept, expected, rtol=10 * eps)

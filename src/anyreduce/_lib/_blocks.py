@@ -205,7 +205,9 @@ class BlockTotals:
     ``"vecdot"``: NumPy) the rows of :func:`_dot_rows` are summed as products with a
     vector of ones: L1 of float32 (4096, 8192) over the last axis, |x| written block by
     block, took 8.9-9.5 ms summed so against 14.8 ms with ``np.add.reduce`` (5.9 ms for
-    the plain sum; numpy 2.4, OpenBLAS 0.3.31). One instance serves every block of a
+    the plain sum; numpy 2.4, OpenBLAS 0.3.31). Over leading axes the block's rows are
+    summed by ``_backends.leading_sum`` (dots of 16 rows): 34 against 39 us per (32, 8192)
+    float32 block. One instance serves every block of a
     call, so the views' shapes are worked out once per block shape, not once per block:
     the per-block Python work is most of what the blocked loop costs over its arithmetic.
     """
@@ -233,7 +235,9 @@ class BlockTotals:
             return None
         view = trailing_rows(xp, values, axes, _DOT_BLOCK)
         if view is None:
-            return None
+            if _backends.leading_sum(xp, values, axes, True, dtype) is None:
+                return None
+            return lambda block: _backends.leading_sum(xp, block, axes, True, dtype)
         inner, blocks, tail = view
         if self._ones is None:
             self._ones = xp.ones(_DOT_BLOCK, dtype=dtype)
