@@ -57,7 +57,11 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
     if not _dtypes.is_float(xp, dtype) or _backends.sums_pairwise(xp):
         return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
     # NumPy sums the trailing run of reduced axes (contiguous in C order) pairwise, and any
-    # other axis sequentially, so those are summed in blocks, one axis after the other.
+    # other axis sequentially, so those are summed in blocks, one axis after the other;
+    # a leading run of a C-ordered array by BLAS dots of as many terms (faster).
+    leading = _backends.leading_sum(xp, x, axes, keepdims, dtype)
+    if leading is not None:
+        return leading
     inner: list[int] = []
     for a in reversed(range(x.ndim)):
         if a not in axes:
@@ -73,9 +77,9 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
 def data_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
     """:func:`rsum` of an operator's data itself, not of an expression of it.
 
-    Here a backend may take a route that would write an element-wise step out in full
-    (``_backends.leading_sum``); sums of expressions go to :func:`rsum`, where backends
-    that fuse the step into their reduction keep it fused.
+    Here JAX may take a route that would write an element-wise step out in full
+    (``_backends.leading_sum``); sums of expressions go to :func:`rsum`, where XLA keeps
+    the step fused into its reduction.
     """
     if axes:
         leading = _backends.leading_sum(xp, x, axes, keepdims, dtype)
