@@ -408,7 +408,14 @@ def test_jax_max_and_min_keep_their_gradients() -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
     ("shape", "axes"),
-    [((4096, 8), [0]), ((2011, 3, 5), [0]), ((37, 61, 9), [0, 1]), ((17, 2), [0])],
+    [
+        ((4096, 8), [0]),
+        ((2011, 3, 5), [0]),
+        ((37, 61, 9), [0, 1]),
+        ((17, 2), [0]),
+        ((4100, 300), [0]),  # PyTorch's dots: 2**20 elements or more, rows of 256 or more
+        ((41, 100, 2, 150), [0, 1]),
+    ],
     ids=str,
 )
 def test_sums_over_leading_axes_hold_the_bound_and_keep_special_values(
@@ -419,9 +426,10 @@ def test_sums_over_leading_axes_hold_the_bound_and_keep_special_values(
     shape: tuple[int, ...],
     axes: list[int],
 ) -> None:
-    # JAX on the CPU sums leading axes as products with a vector of ones, 16 rows at a
-    # time (_backends.leading_sum); constant data is the worst case for such short
-    # sequential sums, and inf and NaN must come through as in the plain sum.
+    # NumPy, JAX on the CPU and PyTorch (large data) sum leading axes as products with a
+    # vector of ones, 16 rows at a time (_backends.leading_sum); constant data is the
+    # worst case for such short sequential sums, and inf and NaN must come through as in
+    # the plain sum.
     dtype_available(dtype)
     values = np.full(shape, 0.1, dtype=dtype)
     flat = values.reshape(math.prod(shape[: len(axes)]), -1)
@@ -502,3 +510,30 @@ def test_blocked_sums_over_leading_axes_hold_the_bound(xp: Any, op: str, axes: l
     eps = float(np.finfo(np.float32).eps)
     # 8 * eps * M (the contract; M is the value summed here), plus the final root or log.
     assert_result(result, xp, "float32", kept, expected, rtol=10 * eps)
+
+
+def test_torch_leading_sums_are_dots_only_for_large_wide_data(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch = pytest.importorskip("torch")
+    from anyreduce._lib import _backends
+
+    calls: list[tuple[int, ...]] = []
+    dots = _backends._column_dots
+
+    def spy(m: Any, rows: Any, dot: Any) -> Any:
+        calls.append(tuple(rows.shape))
+        return dots(m, rows, dot)
+
+    monkeypatch.setattr(_backends, "_column_dots", spy)
+    wide = torch.full((4100, 300), 0.1, dtype=torch.float32)
+    for op in (anyreduce.reduce_sum, anyreduce.reduce_mean, anyreduce.reduce_log_sum):
+        calls.clear()
+        op(wide, [0])
+        assert calls[0] == (4100, 300)
+    calls.clear()
+    anyreduce.reduce_sum(torch.full((20000, 64), 0.1), [0])  # narrow: torch's own sum
+    anyreduce.reduce_sum(torch.full((300, 300), 0.1), [0])  # small: torch's own sum
+    anyreduce.reduce_sum(wide.T.contiguous().T, [0])  # not contiguous
+    anyreduce.reduce_sum(wide.clone().requires_grad_(True), [0])  # autograd: the plain sum
+    assert calls == []

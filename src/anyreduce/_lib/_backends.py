@@ -251,6 +251,10 @@ def _jax_extreme(high: bool) -> Callable[[Array, Axes, bool], Array]:
     return extreme
 
 
+#: Smallest row width and size (elements) for which :func:`leading_sum` takes PyTorch's
+#: sums as dots.
+_TORCH_LEADING_WIDTH = 256
+_TORCH_LEADING_SIZE = 2**20
 #: Rows added per dot product by :func:`leading_sum`: the length of NumPy's sequential
 #: blocks in ``_kernels.rsum`` (``_kernels._BLOCK``).
 _LEADING_ROWS = 16
@@ -277,8 +281,13 @@ def leading_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any)
     65536 rows of 0.1 came within 1.25 ``eps * M``, as XLA's and PyTorch's sums do; one
     dot over all 4096 rows was 323 off. Only for the data itself: an element-wise step
     before the dot would be written out in full (|x| on JAX: 3x as long as XLA's fused
-    column reduction). PyTorch keeps its own sum: dots were 0.64x its time for float32
-    (4096, 8192) but up to 2.8x for narrow or small data.
+    column reduction).
+
+    * PyTorch (eager, CPU, float32 and float64, contiguous): its sum over axis 0 took
+      2.7x its sum over axis 1 for float32 (4096, 8192); dots (MKL) took 0.42-0.68x its
+      time from 2**20 elements in rows of 256 or more ((1024, 1024) to (100000, 256)),
+      but 1.5x for (100000, 64) and 5x for (300, 300) (torch 2.13, 2 threads), so only
+      there.
     """
     lead = len(axes)
     if x.dtype != dtype or not 0 < lead < x.ndim or axes != tuple(range(lead)):
@@ -295,9 +304,23 @@ def leading_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any)
             return None
         if not x.flags.c_contiguous:
             return None  # the rows are not one matrix without a copy
-        ones = np.ones(_LEADING_ROWS, dtype=x.dtype)
-        rows = np.reshape(x, (count, math.prod(kept)))
-        return np.reshape(_column_dots(np, rows, lambda slabs: np.matmul(ones, slabs)), shape)
+        blas_ones = np.ones(_LEADING_ROWS, dtype=x.dtype)
+        matrix = np.reshape(x, (count, math.prod(kept)))
+        total = _column_dots(np, matrix, lambda slabs: np.matmul(blas_ones, slabs))
+        return np.reshape(total, shape)
+    if array_api_compat.is_torch_namespace(xp):
+        import torch
+
+        width = math.prod(kept)
+        if x.dtype not in (torch.float32, torch.float64) or not _eager_torch(x):
+            return None
+        if width < _TORCH_LEADING_WIDTH or count * width < _TORCH_LEADING_SIZE:
+            return None
+        if not x.is_contiguous():
+            return None
+        mkl_ones = torch.ones(_LEADING_ROWS, dtype=x.dtype)
+        tensor = torch.reshape(x, (count, width))
+        return torch.reshape(_column_dots(torch, tensor, lambda slabs: mkl_ones @ slabs), shape)
     if array_api_compat.is_jax_namespace(xp):
         import jax
 
@@ -311,7 +334,7 @@ def leading_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any)
 
 
 def _column_dots(m: Any, rows: Array, dot: Callable[[Array], Array]) -> Array:
-    """Sums over axis 0 of 2-D ``rows`` (module ``m``: numpy or jax.numpy): slabs of
+    """Sums over axis 0 of 2-D ``rows`` (module ``m``: numpy, torch or jax.numpy): slabs of
     ``_LEADING_ROWS`` rows added by ``dot`` (ones times a matrix), then the slab sums the
     same way."""
     count, width = rows.shape
