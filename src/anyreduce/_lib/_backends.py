@@ -30,6 +30,7 @@ __all__ = [
     "grouped_square_sums",
     "grouped_square_sums_exist",
     "leading_sum",
+    "leading_sum_kernel",
     "lift",
     "lower",
     "namespace",
@@ -264,39 +265,51 @@ def leading_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any)
     """Sum of float ``x`` in ``dtype`` over a leading run of axes (the last kept) as nested
     dot products with a vector of ones; None where the backend's own sum is used.
 
-    Both backends below sum leading axes (columns) far slower than trailing ones, while a
-    product with ones is a BLAS matrix-vector product, at the speed of a trailing sum:
+    The backends below sum leading axes (columns) far more slowly than trailing ones,
+    while a product with ones is one matrix-vector product (BLAS, MKL or XLA's dot):
 
     * NumPy (float32, float64, C order): ``np.sum`` over axis 0 adds row after row, which
       the accuracy bound forbids, so ``rsum`` blocks it. Float32 (4096, 8192) took 11-12.5
       ms so against 9-11 ms for ``np.sum`` and 5.6 ms as dots (7.3 ms with one BLAS
       thread); (100000, 4) 2.1 ms against 50 us, (256, 256) 37 against 9 us (numpy 2.4,
       OpenBLAS 0.3.31, 2 cores).
+    * PyTorch (eager, CPU, float32 and float64, contiguous): its sum over axis 0 took
+      2.7x its sum over axis 1 for float32 (4096, 8192); dots took 0.42-0.68x its time
+      from 2**20 elements in rows of 256 or more ((1024, 1024) to (100000, 256)), but
+      1.5x for (100000, 64) and 5x for (300, 300) (torch 2.13, 2 threads), so only there.
     * JAX on the CPU, one device: XLA's column sum of float32 (4096, 8192) took 17-21 ms
       against 5-6 ms over axis 1 and 5.3-6.9 ms as dots (jax 0.10.2); onnxruntime 7.5-9.8
-      ms. See :func:`_jax_column_sums` for ``vmap`` and derivatives.
+      ms. Only for an operator's data itself (``_kernels.data_sum``): an element-wise step
+      before the dot would be written out in full (|x|: 3x as long as XLA's fused column
+      reduction). See :func:`_jax_column_sums` for ``vmap`` and derivatives.
 
     Each dot adds ``_LEADING_ROWS`` terms one after the other, like NumPy's blocks in
     ``rsum``, and the dots nest, so the error grows with log16 of the row count: 4096 or
     65536 rows of 0.1 came within 1.25 ``eps * M``, as XLA's and PyTorch's sums do; one
-    dot over all 4096 rows was 323 off. Only for the data itself: an element-wise step
-    before the dot would be written out in full (|x| on JAX: 3x as long as XLA's fused
-    column reduction).
-
-    * PyTorch (eager, CPU, float32 and float64, contiguous): its sum over axis 0 took
-      2.7x its sum over axis 1 for float32 (4096, 8192); dots (MKL) took 0.42-0.68x its
-      time from 2**20 elements in rows of 256 or more ((1024, 1024) to (100000, 256)),
-      but 1.5x for (100000, 64) and 5x for (300, 300) (torch 2.13, 2 threads), so only
-      there.
+    dot over all 4096 rows was 323 off.
     """
+    kernel = leading_sum_kernel(xp, x, axes, dtype)
+    if kernel is None:
+        return None
+    total = kernel(x)
+    kept = tuple(x.shape[len(axes) :])
+    return xp.reshape(total, (1,) * len(axes) + kept if keepdims else kept)
+
+
+def leading_sum_kernel(
+    xp: Namespace, x: Array, axes: Axes, dtype: Any
+) -> Callable[[Array], Array] | None:
+    """The function :func:`leading_sum` applies to ``x``, and to any array of its shape,
+    dtype and layout, giving the sums flattened over the kept axes; None where it does not
+    apply. Decided on metadata alone, so a blocked loop asks once per block shape."""
     lead = len(axes)
     if x.dtype != dtype or not 0 < lead < x.ndim or axes != tuple(range(lead)):
         return None
     count = math.prod(x.shape[:lead])
+    width = math.prod(x.shape[lead:])
     if count <= _LEADING_ROWS:
         return None
-    kept = tuple(x.shape[lead:])
-    shape = (1,) * lead + kept if keepdims else kept
+    matrix = (count, width)
     if array_api_compat.is_numpy_namespace(xp):
         import numpy as np
 
@@ -305,13 +318,10 @@ def leading_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any)
         if not x.flags.c_contiguous:
             return None  # the rows are not one matrix without a copy
         blas_ones = np.ones(_LEADING_ROWS, dtype=x.dtype)
-        matrix = np.reshape(x, (count, math.prod(kept)))
-        total = _column_dots(np, matrix, lambda slabs: np.matmul(blas_ones, slabs))
-        return np.reshape(total, shape)
+        return lambda v: _column_dots(np, np.reshape(v, matrix), lambda s: np.matmul(blas_ones, s))
     if array_api_compat.is_torch_namespace(xp):
         import torch
 
-        width = math.prod(kept)
         if x.dtype not in (torch.float32, torch.float64) or not _eager_torch(x):
             return None
         if width < _TORCH_LEADING_WIDTH or count * width < _TORCH_LEADING_SIZE:
@@ -319,8 +329,7 @@ def leading_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any)
         if not x.is_contiguous():
             return None
         mkl_ones = torch.ones(_LEADING_ROWS, dtype=x.dtype)
-        tensor = torch.reshape(x, (count, width))
-        return torch.reshape(_column_dots(torch, tensor, lambda slabs: mkl_ones @ slabs), shape)
+        return lambda v: _column_dots(torch, torch.reshape(v, matrix), lambda s: mkl_ones @ s)
     if array_api_compat.is_jax_namespace(xp):
         import jax
 
@@ -328,8 +337,7 @@ def leading_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any)
             return None
         if jax.device_count() > 1:
             return None
-        total = _jax_column_sums()(xp.reshape(x, (count, math.prod(kept))))
-        return xp.reshape(total, shape)
+        return lambda v: _jax_column_sums()(xp.reshape(v, matrix))
     return None
 
 

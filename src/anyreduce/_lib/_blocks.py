@@ -235,9 +235,11 @@ class BlockTotals:
             return None
         view = trailing_rows(xp, values, axes, _DOT_BLOCK)
         if view is None:
-            if _backends.leading_sum(xp, values, axes, True, dtype) is None:
+            leading = _backends.leading_sum_kernel(xp, values, axes, dtype)
+            if leading is None:
                 return None
-            return lambda block: _backends.leading_sum(xp, block, axes, True, dtype)
+            leading_kept = reduced_shape(shape, axes, True)
+            return lambda block: xp.reshape(leading(block), leading_kept)
         inner, blocks, tail = view
         if self._ones is None:
             self._ones = xp.ones(_DOT_BLOCK, dtype=dtype)

@@ -77,11 +77,12 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
 def data_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
     """:func:`rsum` of an operator's data itself, not of an expression of it.
 
-    Here JAX may take a route that would write an element-wise step out in full
-    (``_backends.leading_sum``); sums of expressions go to :func:`rsum`, where XLA keeps
-    the step fused into its reduction.
+    Here PyTorch and JAX, whose own sums :func:`rsum` takes as they are, may sum leading
+    axes as dot products (``_backends.leading_sum``, which NumPy's ``rsum`` asks itself);
+    on JAX that route would write an element-wise step out in full, so sums of
+    expressions go to :func:`rsum`, where XLA keeps the step fused into its reduction.
     """
-    if axes:
+    if axes and _backends.sums_pairwise(xp):
         leading = _backends.leading_sum(xp, x, axes, keepdims, dtype)
         if leading is not None:
             return leading
