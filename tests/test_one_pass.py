@@ -496,6 +496,59 @@ def test_numpy_leading_sums_are_blas_dots_and_views_still_sum_right(
         assert calls == []  # not one matrix without a copy: the blocked sum
 
 
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_log_sum"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(131_075,), (517, 300), (70, 3, 1001)], ids=str)
+def test_sums_over_every_axis_of_large_data_hold_the_bound_and_keep_special_values(
+    xp: Any, dtype_available: Any, op: str, dtype: str, shape: tuple[int, ...]
+) -> None:
+    # NumPy sums every axis of 2**17 elements or more as rows of 1024 added by dots of 16
+    # rows (_backends._numpy_flat_sum_kernel); the sizes leave a tail of the last row.
+    dtype_available(dtype)
+    eps = float(np.finfo(dtype).eps)
+    values = np.full(shape, 0.1, dtype=dtype)
+    expected = reference.reduce(op, values.astype(np.float64), None, keepdims=False)
+    result = getattr(anyreduce, op)(make(xp, values, dtype), None, keepdims=False)
+    # 8 * eps * M (the contract; M is the sum itself here), plus the final division or log.
+    assert_result(result, xp, dtype, (), expected, rtol=10 * eps)
+    flat = values.reshape(-1)
+    for specials, want in (([np.inf], np.inf), ([np.inf, -np.inf], np.nan), ([np.nan], np.nan)):
+        marked = flat.copy()
+        marked[[5, -3][: len(specials)]] = specials
+        result = anyreduce.reduce_sum(make(xp, marked.reshape(shape), dtype), None, keepdims=False)
+        assert_result(result, xp, dtype, (), np.asarray(want), rtol=0)
+
+
+def test_numpy_sums_over_every_axis_are_blas_dots_only_for_large_whole_arrays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, ...]] = []
+    matmul = np.matmul
+
+    def spy(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(tuple(np.shape(b)))
+        return matmul(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", spy)
+    host = np.random.default_rng(47).uniform(-1.0, 1.0, (400, 700)).astype(np.float32)
+    exact = host.astype(np.float64).sum()
+    bound = 8 * np.finfo(np.float32).eps * np.abs(host).astype(np.float64).sum()
+    for op, scale in (("reduce_sum", 1), ("reduce_mean", host.size)):
+        calls.clear()
+        result = getattr(anyreduce, op)(host, keepdims=False) * scale
+        assert abs(float(result) - exact) <= bound
+        # 280,000 elements: 273 rows of 1024 (the last 448 summed apart), in 16 slabs of
+        # 17 (the last row summed apart), then the 17 slab sums.
+        assert calls == [(16, 17 * 1024), (16, 1024)]
+    calls.clear()
+    anyreduce.reduce_sum(host[:100], keepdims=False)  # 70,000 elements: NumPy's own sum
+    for view in (np.asfortranarray(host), host[:, ::2], host[::-1]):
+        result = anyreduce.reduce_sum(view, keepdims=False)
+        want = np.asarray(view, dtype=np.float64).sum()
+        assert abs(float(result) - want) <= bound
+    assert calls == []  # not one C-ordered block of memory: NumPy's own (pairwise) sum
+
+
 @pytest.mark.parametrize(
     "op", ["reduce_l1", "reduce_sum_square", "reduce_l2", "reduce_log_sum_exp"]
 )
