@@ -76,6 +76,53 @@ def test_bench_ratios_pair_the_calls_of_each_round() -> None:
     assert _paired(ours, anchor) == 2.0
 
 
+def test_bench_pauses_between_the_calls_of_different_libraries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anyreduce._bench import _engine
+    from anyreduce._bench._engine import _Contender, _time_units
+
+    log: list[str] = []
+    monkeypatch.setattr(_engine.time, "sleep", lambda s: log.append(f"pause {s}"))
+
+    def contender(backend: str, role: str) -> _Contender:
+        return _Contender((backend, "op", role, role), lambda: log.append(f"{backend} {role}"), id)
+
+    units = [
+        [contender("numpy", "sum"), contender("numpy", "ours"), contender("numpy", "ort")],
+        [contender("torch", "sum"), contender("torch", "ours")],
+    ]
+    _time_units(units, 2, 60.0)
+    pause = f"pause {_engine._SETTLE_S}"
+    warm_up = ["numpy sum", "numpy ours", "numpy ort", "torch sum", "torch ours"]
+    # onnxruntime's kernel is another library than its unit's backend: pauses around it,
+    # and between the backends; every other round takes each unit in reverse.
+    first = ["numpy sum", "numpy ours", pause, "numpy ort", pause, "torch sum", "torch ours"]
+    second = [pause, "numpy ort", pause, "numpy ours", "numpy sum", pause, "torch ours"]
+    assert log == [*warm_up, *first, *second, "torch sum"]
+
+
+def test_bench_full_runs_again_with_openblas_threads_asleep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anyreduce._commands import bench
+
+    name, value = bench.QUIET_BLAS
+    calls: list[tuple[list[str], dict[str, str]]] = []
+    monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(bench.subprocess, "call", lambda cmd, env: calls.append((cmd, env)) or 3)
+    argv = ["bench", "--backends", "numpy", "--no-small"]
+    assert main(argv) == 3  # the child's exit status
+    ((command, env),) = calls
+    assert command[1:] == ["-m", "anyreduce", *argv]
+    assert env[name] == value
+    # Where the variable is set (as in the child), or for --quick, it runs in process.
+    monkeypatch.setenv(name, "28")
+    with pytest.raises(SystemExit, match="unknown op"):
+        main(["bench", "--ops", "reduce_median"])
+    assert len(calls) == 1
+
+
 def test_bench_rejects_unknown_names() -> None:
     with pytest.raises(SystemExit, match="unknown op"):
         main(["bench", "--quick", "--ops", "reduce_median"])

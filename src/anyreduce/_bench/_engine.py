@@ -93,6 +93,11 @@ class _Contender:
     sync: Callable[[Any], Any]
     times: list[float] = field(default_factory=list)
 
+    @property
+    def library(self) -> str:
+        """The library whose threads run the call: the backend, or onnxruntime."""
+        return "onnxruntime" if self.key[2] == "ort" else self.key[0]
+
     def call(self) -> float:
         start = time.perf_counter()
         self.sync(self.fn())
@@ -111,21 +116,24 @@ def _time_units(units: list[list[_Contender]], repeats: int, budget_s: float) ->
     """Rounds of one call per contender, each unit's calls back to back; every other
     round takes each unit in reverse order, so no contender always follows another.
 
-    Between units of different backends the loop pauses for ``_SETTLE_S``: thread pools
-    (XLA's, PyTorch's) keep their threads busy for a moment after a call, and the first
-    calls of the next backend ran up to twice as long beside them.
+    Between calls of different libraries (a backend, onnxruntime) the loop pauses for
+    ``_SETTLE_S``: thread pools (XLA's, PyTorch's) keep their threads busy for a moment
+    after a call, and the first calls of the next backend ran up to twice as long beside
+    them; onnxruntime's sum of float32 (4096, 8192) over axis 1 took 7.2 ms right after
+    ``torch.sum`` and 4.4-4.7 ms 5 or 20 ms later. OpenBLAS's threads spin for longer
+    (see ``anyreduce._commands.bench.QUIET_BLAS``).
     """
     for unit in units:  # warm-up: compilation, caches, lazy imports
         for c in unit:
             c.sync(c.fn())
     start = time.perf_counter()
+    previous = None
     for r in range(repeats):
-        previous = None
         for unit in units:
-            if previous is not None and unit[0].key[0] != previous:
-                time.sleep(_SETTLE_S)
-            previous = unit[0].key[0]
             for c in unit if r % 2 == 0 else reversed(unit):
+                if previous is not None and c.library != previous:
+                    time.sleep(_SETTLE_S)
+                previous = c.library
                 c.times.append(c.call())
         if r >= 2 and time.perf_counter() - start > budget_s:
             break
@@ -404,6 +412,12 @@ def _meta(settings: Settings, backends: list[Backend]) -> dict[str, Any]:
         },
         "versions": versions,
         "threadpools": pools,
+        # Thread settings read from the environment (see anyreduce._commands.bench).
+        "environment": {
+            k: os.environ[k]
+            for k in ("OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+            if k in os.environ
+        },
         "backends": {b.name: b.notes for b in backends},
         "targets": {
             "vs_sum": RATIO_TARGET,

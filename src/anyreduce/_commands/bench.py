@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +97,24 @@ def _settings(args: argparse.Namespace) -> Any:
     return settings
 
 
+#: OpenBLAS's idle threads spin for about 2**28 cycles (0.1 s here) after each call before
+#: they sleep; 4 (2**4 cycles) puts them to sleep at once. Read when OpenBLAS loads.
+QUIET_BLAS = ("OPENBLAS_THREAD_TIMEOUT", "4")
+
+
 def run(args: argparse.Namespace) -> int:
     from .._bench import format_table, plot_ratios, run_suite, to_markdown
 
+    name, value = QUIET_BLAS
+    if not args.quick and name not in os.environ:
+        # NumPy's BLAS products (anyreduce's sums over leading or all axes, the einsum
+        # anchors) leave OpenBLAS's threads spinning on the second core, which slowed
+        # whatever ran next: onnxruntime's sum over axis 0 took 13-14.5 ms after one,
+        # 9.6-10 ms after np.sum; PyTorch's L1 25.8 against 7.4 ms (2 cores). A full run
+        # therefore runs again in a child process where they sleep at once; set the
+        # variable to keep OpenBLAS's own setting.
+        command = [sys.executable, "-m", "anyreduce", *args.argv]
+        return subprocess.call(command, env={**os.environ, name: value})
     settings = _settings(args)
     result = run_suite(settings, progress=lambda line: print(line, flush=True))
     print(format_table(result))
