@@ -58,8 +58,11 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
     # NumPy sums the trailing run of reduced axes (contiguous in C order) pairwise, and any
     # other axis sequentially, so those are summed in blocks, one axis after the other;
-    # a leading run of a C-ordered array by BLAS dots of as many terms (faster).
+    # a leading run of a C-ordered array by BLAS dots of as many terms (faster), and a
+    # short trailing run by one dot per row (np.sum's loop runs once per row).
     leading = _backends.leading_sum(xp, x, axes, keepdims, dtype)
+    if leading is None:
+        leading = _backends.short_row_sum(xp, x, axes, keepdims, dtype)
     if leading is not None:
         return leading
     inner: list[int] = []

@@ -99,8 +99,11 @@ def _root(xp: Namespace, total: Array) -> Array:
     """The square root of a sum of squares, whose derivative at 0 is 0 (the subgradient).
 
     sqrt'(0) is inf, and inf * 0 = NaN in the chain rule: a zero total is rooted as 1 and
-    masked, so both the value and the gradient are 0.
+    masked, so both the value and the gradient are 0. Where nothing can be differentiated
+    the plain root gives the same values.
     """
+    if not _backends.differentiable(xp, total):
+        return xp.sqrt(total)
     zero = total == 0
     return xp.where(zero, xp.zeros_like(total), xp.sqrt(xp.where(zero, xp.ones_like(total), total)))
 
@@ -264,7 +267,7 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes, *, wide: Any) -> tuple[Ar
         elif block.dtype != wide:
             block = xp.astype(block, wide)
         # The backend's own maximum: a NaN it drops still reaches the sum through exp.
-        m = xp.max(block, axis=over, keepdims=True)
+        m = _backends.plain_max(xp, block, over)
         shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
         if scratch is None:
             values = _backends.exp_of_difference(xp, block, shift)

@@ -1,0 +1,138 @@
+"""Reductions over short trailing axes and over leading axes of narrow rows.
+
+NumPy runs a reduction's inner loop once per row, so these shapes are where its own
+kernels are slowest; anyreduce regroups them (``_backends._numpy_narrow_extreme``,
+``_backends.short_row_sum``, ``_blocks.BlockTotals``). The results must not change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anyreduce
+import reference
+from anyreduce._lib import _backends
+from backends import assert_result, make
+
+# (shape, axes): leading runs of rows 1 to 256 wide, whose counts leave a remainder after
+# regrouping, and short trailing runs from 2 to 16 elements over more than one block.
+_NARROW = [
+    ((20011, 3), [0]),
+    ((9001, 2, 2), [0, 1]),
+    ((4099, 256), [0]),
+    ((30000, 1), [0]),
+    ((20011, 3), [1]),
+    ((8200, 2, 8), [1, 2]),
+    ((10000, 5), [1]),
+]
+
+
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "float16"])
+@pytest.mark.parametrize(("shape", "axes"), _NARROW, ids=str)
+def test_max_and_min_over_narrow_and_short_axes(
+    xp: Any,
+    dtype_available: Any,
+    op: str,
+    dtype: str,
+    shape: tuple[int, ...],
+    axes: list[int],
+) -> None:
+    dtype_available(dtype)
+    rng = np.random.default_rng(53)
+    values = rng.integers(-1000, 1000, shape).astype(np.float64)
+    flat = values.reshape(-1)
+    if dtype.startswith("float"):
+        # Specials in the regrouped head, in the remainder and in the last block.
+        flat[[7, -2]] = np.nan
+        flat[[100, -50]] = np.inf
+        flat[[1000, -900]] = -np.inf
+    expected = reference.reduce(op, values, axes, keepdims=True)
+    result = getattr(anyreduce, op)(make(xp, values, dtype), axes, keepdims=True)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    assert_result(result, xp, dtype, kept, expected, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        "reduce_sum",
+        "reduce_mean",
+        "reduce_log_sum",
+        "reduce_l1",
+        "reduce_sum_square",
+        "reduce_l2",
+        "reduce_log_sum_exp",
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [((70001, 2), [1]), ((20011, 3), [1]), ((3000, 4, 4), [1, 2]), ((2000, 128), [1])],
+    ids=str,
+)
+def test_sums_over_short_rows_hold_the_bound(
+    xp: Any, dtype_available: Any, op: str, dtype: str, shape: tuple[int, ...], axes: list[int]
+) -> None:
+    # Constant data, the worst case for a dot's running sum; rows of up to 128 terms are
+    # one dot each on NumPy.
+    dtype_available(dtype)
+    values = np.full(shape, -0.1, dtype=dtype)
+    expected = reference.reduce(op, values.astype(np.float64), axes, keepdims=False)
+    result = getattr(anyreduce, op)(make(xp, values, dtype), axes, keepdims=False)
+    kept = tuple(n for i, n in enumerate(shape) if i not in axes)
+    eps = float(np.finfo(dtype).eps)
+    # 8 * eps * M (the contract; M is the sum of magnitudes), plus the final step.
+    assert_result(result, xp, dtype, kept, expected, rtol=10 * eps)
+
+
+def test_short_row_sums_keep_special_values(xp: Any) -> None:
+    values = np.full((20000, 3), 0.5, dtype=np.float32)
+    values[5, 1] = np.inf
+    values[6, :2] = [np.inf, -np.inf]
+    values[7, 2] = np.nan
+    expected = reference.reduce("reduce_sum", values.astype(np.float64), [1], keepdims=False)
+    result = anyreduce.reduce_sum(make(xp, values, "float32"), [1], keepdims=False)
+    assert_result(result, xp, "float32", (20000,), expected)
+
+
+def test_numpy_narrow_forms_apply_only_to_c_ordered_narrow_or_short_rows() -> None:
+    tall = np.zeros((20000, 3), dtype=np.float32)
+    narrow = _backends._numpy_narrow_extreme
+    assert narrow(np.maximum, tall, (0,)) is not None
+    assert narrow(np.maximum, tall, (1,)) is not None
+    assert narrow(np.maximum, np.zeros((20000, 512), np.float32), (0,)) is None  # wide rows
+    assert narrow(np.maximum, np.zeros((20000, 17), np.float32), (1,)) is None  # long rows
+    assert narrow(np.maximum, np.asfortranarray(tall), (0,)) is None
+    assert narrow(np.maximum, tall.astype(np.float16), (0,)) is None  # float16: its own path
+    assert narrow(np.maximum, tall, (0, 1)) is None  # every axis: np.max is fast there
+    short = _backends.short_row_sum
+    assert short(np, tall, (1,), False, np.float32).shape == (20000,)
+    assert short(np, tall, (1,), False, np.float64) is None  # another accumulation dtype
+    assert short(np, tall[:, :2], (1,), False, np.float32) is None  # a strided view
+    assert short(np, np.zeros((100, 129), np.float32), (1,), False, np.float32) is None
+    assert short(np, tall, (0,), False, np.float32) is None  # a leading axis
+
+
+def test_torch_regroups_only_eager_narrow_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    calls: list[tuple[int, ...]] = []
+    regrouped = _backends._regrouped
+
+    def spy(m: Any, x: Any, lead: int, reduce: Any, combine: Any) -> Any:
+        calls.append(tuple(x.shape))
+        return regrouped(m, x, lead, reduce, combine)
+
+    monkeypatch.setattr(_backends, "_regrouped", spy)
+    tall = torch.arange(60000.0).reshape(20000, 3)
+    assert anyreduce.reduce_max(tall, [0], keepdims=False).tolist() == [59997.0, 59998.0, 59999.0]
+    assert anyreduce.reduce_min(tall, [0], keepdims=False).tolist() == [0.0, 1.0, 2.0]
+    assert calls == [(20000, 3), (20000, 3)]
+    calls.clear()
+    anyreduce.reduce_max(torch.zeros(20000, 32), [0])  # torch's own is fast from 32 on
+    anyreduce.reduce_max(tall.T.contiguous().T, [0])  # not contiguous
+    anyreduce.reduce_max(tall.clone().requires_grad_(True), [0])  # autograd: torch.amax
+    assert calls == []
