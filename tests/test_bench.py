@@ -39,7 +39,7 @@ def test_bench_quick_writes_table_and_json(
     printed = capsys.readouterr().out
     assert "no targets judged" in printed
     result = json.loads(out.read_text())
-    assert set(result) == {"meta", "large", "small", "masked"}
+    assert set(result) == {"meta", "large", "small", "masked", "narrow"}
     backends = {r["backend"] for r in result["large"]} - set(result["meta"]["missing_backends"])
     assert backends  # numpy at least
     keys = {(r["backend"], r["dtype"], r["axes"], r["op"]) for r in result["large"]}
@@ -65,6 +65,17 @@ def test_bench_quick_writes_table_and_json(
     assert all(r["meets"] is None and r["vs_sum"] > 0 for r in masked)
     assert "masked" in format_table(result)
     assert "masked" in to_markdown(result)
+    # Narrow data (points in space), over both axes: every backend, reported, not judged.
+    narrow = result["narrow"]
+    assert {(r["backend"], r["op"], r["axes"]) for r in narrow} == {
+        (b, op, axes)
+        for b in backends
+        for op in ("reduce_sum", "reduce_max", "reduce_l2", "reduce_log_sum_exp")
+        for axes in ("first", "last")
+    }
+    assert all(r["meets"] is None and r["shape"] == [2048, 3] for r in narrow)
+    assert "Narrow data" in format_table(result)
+    assert "Narrow data" in to_markdown(result)
 
 
 def test_bench_ratios_pair_the_calls_of_each_round() -> None:

@@ -136,3 +136,16 @@ def test_torch_regroups_only_eager_narrow_rows(monkeypatch: pytest.MonkeyPatch) 
     anyreduce.reduce_max(tall.T.contiguous().T, [0])  # not contiguous
     anyreduce.reduce_max(tall.clone().requires_grad_(True), [0])  # autograd: torch.amax
     assert calls == []
+
+
+def test_torch_short_row_sums_are_products_only_for_eager_short_rows() -> None:
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as txp
+
+    short = _backends.short_row_sum
+    tall = torch.full((20000, 3), 0.5)
+    assert short(txp, tall, (1,), False, torch.float32).tolist()[:2] == [1.5, 1.5]
+    assert short(txp, torch.zeros(20000, 17), (1,), False, torch.float32) is None  # its own
+    assert short(txp, tall.T.contiguous().T, (1,), False, torch.float32) is None
+    assert short(txp, tall.clone().requires_grad_(True), (1,), False, torch.float32) is None
+    assert short(txp, tall.double(), (1,), False, torch.float32) is None

@@ -118,10 +118,10 @@ def test_torch_eager_and_traced_paths_agree() -> None:
         ((5, 4, 130), (0, 2)),
         ((2, 3, 128), (0, 1, 2)),
         ((7, 133), (1,)),  # one dot block and a tail
-        ((37, 5), (0,)),  # leading axes: groups of 16 rows and a tail
-        ((20, 3, 7), (0, 1)),
-        ((33, 2, 3), (0,)),
-        ((9, 4), (0,)),  # fewer rows than one group
+        ((37, 40), (0,)),  # leading axes: groups of 16 rows and a tail
+        ((20, 3, 35), (0, 1)),
+        ((33, 2, 20), (0,)),
+        ((9, 33), (0,)),  # fewer rows than one group
     ],
     ids=str,
 )
@@ -148,6 +148,8 @@ def test_fused_square_sum_applies_only_to_views_of_reduced_trailing_axes() -> No
     # Rows shorter than one dot: NumPy's vecdot loops once per row, so the squares are
     # written block by block and summed by one BLAS dot per row instead (map_sum).
     assert square_sum(xp, np.ones((6, 8), np.float32), (1,), False, xp.float32) is None
+    # Leading axes of rows narrower than 32: einsum's groups loop once per row, so again.
+    assert square_sum(xp, np.ones((40, 31), np.float32), (0,), False, xp.float32) is None
     swapped = np.ones((2, 3, 4), np.float32).transpose(1, 0, 2)
     assert square_sum(xp, swapped, (0, 1), False, xp.float32) is None  # rows would copy
     assert square_sum(xp, np.ones((2, 3, 4), np.float32), (1,), False, xp.float32) is None

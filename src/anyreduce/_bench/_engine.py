@@ -63,6 +63,10 @@ class Settings:
     onnxruntime: bool = True
     #: Also time LogSumExp of masked logits (float32, last axis), reported, not judged.
     masked: bool = True
+    #: Also time Sum, Max, L2 and LogSumExp of narrow data (float32 points in space) over
+    #: each axis, reported, not judged: the shapes where NumPy's own kernels are slowest.
+    narrow: bool = True
+    narrow_shape: tuple[int, ...] = (2**20, 3)
     seed: int = 0
     quick: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -76,6 +80,7 @@ class Settings:
             "repeats": 3,
             "small_calls": 20,
             "group_budget_s": 5.0,
+            "narrow_shape": (2048, 3),
             "quick": True,
         }
         base.update(changes)
@@ -174,6 +179,12 @@ def _data(settings: Settings, shape: tuple[int, ...], dtype: str) -> dict[str, n
 #: masks write -1e9 (or -inf) where a token may not attend.
 MASKED_SHARE = 0.5
 MASKED_VALUE = -1e9
+
+
+#: Tables of the large-input kind that are reported and not judged.
+REPORTED_ONLY = ("masked", "narrow")
+#: The operators of the narrow-data table.
+NARROW_OPS = ("reduce_sum", "reduce_max", "reduce_l2", "reduce_log_sum_exp")
 
 
 def _masked_data(settings: Settings, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
@@ -310,7 +321,7 @@ def _large_group(
 
 def _judge(record: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Mark which targets of the issue a large record meets (None: no target applies)."""
-    if settings.quick or record["dtype"] != "float32" or record.get("data") == "masked":
+    if settings.quick or record["dtype"] != "float32" or record.get("data") in REPORTED_ONLY:
         record["target_vs_sum"] = None
         record["meets"] = None
         return record
@@ -463,11 +474,37 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
         del arrays
         gc.collect()
     masked = _masked(settings, backends, progress)
+    narrow = _narrow(settings, backends, progress)
     small = _small(settings, backends, progress) if settings.small_shape else []
     meta = _meta(settings, backends)
     meta["missing_backends"] = missing
     meta["seconds"] = time.perf_counter() - start
-    return {"meta": meta, "large": large, "small": small, "masked": masked}
+    return {"meta": meta, "large": large, "small": small, "masked": masked, "narrow": narrow}
+
+
+def _narrow(
+    settings: Settings, backends: list[Backend], progress: Progress
+) -> list[dict[str, Any]]:
+    """Sum, Max, L2 and LogSumExp of narrow float32 data over its first and last axes:
+    reported, not judged."""
+    ops = tuple(op for op in NARROW_OPS if op in _ops(settings))
+    if not settings.narrow or not ops:
+        return []
+    data = _data(settings, settings.narrow_shape, "float32")
+    arrays = {
+        b.name: {k: b.convert(v) for k, v in data.items()}
+        for b in backends
+        if "float32" in b.dtypes
+    }
+    only = dataclasses.replace(settings, ops=ops)
+    records = []
+    for axes_name in ("first", "last"):
+        records += _large_group(
+            only, backends, "float32", axes_name, data, arrays, progress, "narrow"
+        )
+    del arrays
+    gc.collect()
+    return records
 
 
 def _masked(

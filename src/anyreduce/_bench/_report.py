@@ -62,6 +62,12 @@ _MASKED_TITLE = (
 )
 
 
+_NARROW_TITLE = (
+    "Narrow data (float32 points in space, one row of 3 per point), over the first and the "
+    "last axis: not judged; NumPy's own kernels loop once per row here"
+)
+
+
 def _rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     head = _HEAD
     rows = _large_rows(result["large"])
@@ -111,6 +117,10 @@ def format_table(result: dict[str, Any]) -> str:
     ]
     if result.get("masked"):
         parts += [f"\n{_MASKED_TITLE}", _aligned(head, _large_rows(result["masked"]))]
+    if result.get("narrow"):
+        shape = tuple(result["narrow"][0]["shape"])
+        title = f"{_NARROW_TITLE}, {shape}"
+        parts += [f"\n{title}", _aligned(head, _large_rows(result["narrow"]))]
     if small_rows:
         parts += [
             f"\nsmall input {tuple(meta['settings']['small_shape'])}: median us per call",
@@ -132,6 +142,9 @@ def to_markdown(result: dict[str, Any]) -> str:
     parts = [_md(head, rows)]
     if result.get("masked"):
         parts += ["", _MASKED_TITLE + ":", "", _md(head, _large_rows(result["masked"]))]
+    if result.get("narrow"):
+        title = f"{_NARROW_TITLE}, {tuple(result['narrow'][0]['shape'])}:"
+        parts += ["", title, "", _md(head, _large_rows(result["narrow"]))]
     if small_rows:
         parts += ["", _md(small_head, small_rows)]
     parts += ["", _summary(result) + "."]

@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-onnxruntime", action="store_true", help="skip the onnxruntime anchor")
     parser.add_argument("--no-small", action="store_true", help="skip the small-input overhead")
     parser.add_argument("--no-masked", action="store_true", help="skip LogSumExp of masked logits")
+    parser.add_argument("--no-narrow", action="store_true", help="skip the narrow-data table")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     parser.add_argument(
         "--markdown", type=Path, metavar="PATH", help="write the tables as Markdown"
@@ -89,6 +90,8 @@ def _settings(args: argparse.Namespace) -> Any:
         changes["small_shape"] = ()
     if args.no_masked:
         changes["masked"] = False
+    if args.no_narrow:
+        changes["narrow"] = False
     settings = Settings.quick_settings(**changes) if args.quick else Settings(**changes)  # type: ignore[arg-type]
     unknown = sorted(set(settings.ops) - set(OPS))
     if unknown:

@@ -54,15 +54,17 @@ def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         # chunk sums up the backend's tree: a reshape for blocks would rechunk the data.
         kernel = functools.partial(_plain_sum, dtype=dtype)
         return _backends.tree_reduce(xp, x, axes, keepdims, kernel, 0, dtype)
+    if _dtypes.is_float(xp, dtype):
+        # A short trailing run: one dot per row (NumPy's and PyTorch's sums loop per row).
+        short = _backends.short_row_sum(xp, x, axes, keepdims, dtype)
+        if short is not None:
+            return short
     if not _dtypes.is_float(xp, dtype) or _backends.sums_pairwise(xp):
         return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
     # NumPy sums the trailing run of reduced axes (contiguous in C order) pairwise, and any
     # other axis sequentially, so those are summed in blocks, one axis after the other;
-    # a leading run of a C-ordered array by BLAS dots of as many terms (faster), and a
-    # short trailing run by one dot per row (np.sum's loop runs once per row).
+    # a leading run of a C-ordered array by BLAS dots of as many terms (faster).
     leading = _backends.leading_sum(xp, x, axes, keepdims, dtype)
-    if leading is None:
-        leading = _backends.short_row_sum(xp, x, axes, keepdims, dtype)
     if leading is not None:
         return leading
     inner: list[int] = []
