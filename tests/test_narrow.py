@@ -132,6 +132,11 @@ def test_torch_regroups_only_eager_narrow_rows(monkeypatch: pytest.MonkeyPatch) 
     assert anyreduce.reduce_min(tall, [0], keepdims=False).tolist() == [0.0, 1.0, 2.0]
     assert calls == [(20000, 3), (20000, 3)]
     calls.clear()
+    # LogSumExp's shift: the same regrouped maximum, and the same result as PyTorch's.
+    got = anyreduce.reduce_log_sum_exp(tall / 1000, [0], keepdims=False)
+    torch.testing.assert_close(got, torch.logsumexp(tall / 1000, 0), rtol=1e-6, atol=0)
+    assert calls
+    calls.clear()
     anyreduce.reduce_max(torch.zeros(20000, 32), [0])  # torch's own is fast from 32 on
     anyreduce.reduce_max(tall.T.contiguous().T, [0])  # not contiguous
     anyreduce.reduce_max(tall.clone().requires_grad_(True), [0])  # autograd: torch.amax

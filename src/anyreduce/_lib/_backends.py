@@ -300,8 +300,12 @@ def _torch_narrow_extreme(x: Array, axes: Axes, high: bool) -> Array | None:
 
 def plain_max(xp: Namespace, x: Array, axes: Axes) -> Array:
     """The backend's own maximum of ``x`` over ``axes`` (kept), NaN handling aside: on
-    NumPy through the regrouped or column-by-column forms where rows are narrow or short
-    (:func:`_numpy_narrow_extreme`)."""
+    NumPy and PyTorch through the regrouped or column-by-column forms where rows are
+    narrow or short (:func:`_numpy_narrow_extreme`, :func:`_torch_narrow_extreme`)."""
+    if array_api_compat.is_torch_namespace(xp):
+        regrouped = _torch_narrow_extreme(x, axes, True)
+        if regrouped is not None:
+            return xp.reshape(regrouped, _reduced(x.shape, axes, True))
     if array_api_compat.is_numpy_namespace(xp):
         import numpy as np
 
