@@ -154,3 +154,34 @@ def test_torch_short_row_sums_are_products_only_for_eager_short_rows() -> None:
     assert short(txp, tall.T.contiguous().T, (1,), False, torch.float32) is None
     assert short(txp, tall.clone().requires_grad_(True), (1,), False, torch.float32) is None
     assert short(txp, tall.double(), (1,), False, torch.float32) is None
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [
+        ((20011, 3), [0]),
+        ((20011, 3), [1]),
+        ((3000, 5, 4), [2]),
+        ((3000, 5, 4), [1, 2]),
+        ((3000, 5, 4), [0, 2]),
+        ((3000, 5, 4), [0]),
+        ((40, 3000, 3), [1]),
+    ],
+    ids=str,
+)
+def test_log_sum_exp_of_narrow_and_short_rows(
+    xp: Any, dtype_available: Any, shape: tuple[int, ...], axes: list[int]
+) -> None:
+    dtype_available("float64")
+    # The shift is subtracted per short row column by column, or per narrow row over
+    # regrouped rows, on NumPy (_backends._numpy_subtract_rows); values far apart and
+    # masked entries check that each row gets its own shift.
+    rng = np.random.default_rng(59)
+    # Logits from 1 up: each result is at least 1, so its ulp bounds the shift's rounding.
+    values = rng.uniform(1.0, 30.0, shape)
+    values.reshape(-1)[::7] = -1e9
+    values.reshape(-1)[5::11] += 500.0
+    expected = reference.reduce("reduce_log_sum_exp", values, axes, keepdims=True)
+    result = anyreduce.reduce_log_sum_exp(make(xp, values, "float64"), axes, keepdims=True)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    assert_result(result, xp, "float64", kept, expected)

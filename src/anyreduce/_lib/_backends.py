@@ -934,7 +934,7 @@ def _write_numpy(kind: str, block: Array, out: Array, companion: Array | None) -
     if companion is None:
         msg = "exp_shift needs the shift"
         raise ValueError(msg)
-    np.subtract(block, companion, out=out)
+    _numpy_subtract_rows(block, companion, out)
     if not _exp2_is_fast(np, out):
         return np.exp(out, out=out)
     np.multiply(out, out.dtype.type(_LOG2_E), out=out)
@@ -942,6 +942,47 @@ def _write_numpy(kind: str, block: Array, out: Array, companion: Array | None) -
 
 
 _LOG2_E = 1.4426950408889634
+
+
+def _numpy_subtract_rows(block: Array, companion: Array, out: Array) -> None:
+    """``out = block - companion`` for NumPy blocks. NumPy's broadcast loop runs once per
+    row, so where ``companion`` is one value per short row the columns are taken one by
+    one, and where it is one row broadcast down a C-ordered block of narrow rows,
+    consecutive rows are regrouped into long ones (as in :func:`_regrouped`) against the
+    row repeated as often (float32 (87381, 3) minus one row: 383 against 52 us; 26 us for
+    a multiplication by a scalar)."""
+    import numpy as np
+
+    rows = block.shape[0] if block.ndim else 0
+    width = math.prod(block.shape[1:])
+    group = _NARROW_SPAN // max(width, 1)
+    ordered = block.flags.c_contiguous and out.flags.c_contiguous
+    start = companion.ndim
+    while start > 0 and companion.shape[start - 1] == 1:
+        start -= 1
+    length = math.prod(block.shape[start:])
+    per_row = companion.ndim == block.ndim and companion.shape[:start] == block.shape[:start]
+    if ordered and per_row and start > 0 and 2 <= length <= _SHORT_ROW:
+        # One value per short row: column by column (float32 (87381, 3): 134 against
+        # 340 us broadcast).
+        count = math.prod(block.shape[:start])
+        values = np.reshape(block, (count, length))
+        shifts = np.reshape(companion, (count,))
+        target = np.reshape(out, (count, length))
+        for column in range(length):
+            np.subtract(values[:, column], shifts, out=target[:, column])
+        return
+    narrow = block.ndim >= 2 and companion.shape[0] == 1 and group >= _NARROW_GROUP
+    if not narrow or rows < 2 * group or not ordered:
+        np.subtract(block, companion, out=out)
+        return
+    head = rows - rows % group
+    row = np.broadcast_to(companion, (1, *block.shape[1:])).reshape(1, width)
+    repeated = np.tile(row, (1, group))
+    long_rows = (head // group, group * width)
+    np.subtract(block[:head].reshape(long_rows), repeated, out=out[:head].reshape(long_rows))
+    if head < rows:
+        np.subtract(block[head:], companion, out=out[head:])
 
 
 def _exp2_is_fast(np: Any, differences: Any) -> bool:
