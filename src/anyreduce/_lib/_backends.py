@@ -30,6 +30,7 @@ __all__ = [
     "fused_squares",
     "grouped_square_sums",
     "grouped_square_sums_exist",
+    "host_values",
     "leading_sum",
     "leading_sum_kernel",
     "lift",
@@ -138,6 +139,19 @@ def abs_with_zero_subgradient(xp: Namespace) -> Callable[[Array], Array]:
     if array_api_compat.is_jax_namespace(xp):
         return _jax_abs()
     return xp.abs  # type: ignore[no-any-return]
+
+
+def host_values(xp: Namespace, a: Array) -> bool:
+    """Whether the values of ``a`` can be read on the host at once, so that a result may
+    depend on them: NumPy and array-api-strict arrays and eager CPU PyTorch tensors; not
+    JAX (traced), Dask (lazy) or other PyTorch tensors (traced, or a device sync)."""
+    if array_api_compat.is_jax_namespace(xp) or array_api_compat.is_dask_namespace(xp):
+        return False
+    if array_api_compat.is_torch_namespace(xp):
+        return _eager_torch(a)
+    return array_api_compat.is_numpy_namespace(
+        xp
+    ) or array_api_compat.is_array_api_strict_namespace(xp)
 
 
 def differentiable(xp: Namespace, a: Array) -> bool:

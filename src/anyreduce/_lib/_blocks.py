@@ -320,9 +320,12 @@ def _dot_rows(
     if view is None:
         return None
     inner, blocks, tail = view
-    total = xp.sum(row_total(blocks), axis=-1, dtype=dtype)
-    if tail is not None:
-        total = total + row_total(tail)
+    if tail is not None and blocks.shape[-2] == 0:
+        total = row_total(tail)  # rows shorter than one block: no empty blocks to add
+    else:
+        total = xp.sum(row_total(blocks), axis=-1, dtype=dtype)
+        if tail is not None:
+            total = total + row_total(tail)
     rest = tuple(a for a in axes if a < inner)
     if rest:
         total = rsum(xp, total, rest, True, dtype)

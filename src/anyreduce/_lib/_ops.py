@@ -127,6 +127,14 @@ def _l2_float(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any
     # Each underflowed square is off by at most the smallest normal number: below this
     # floor their error could exceed a quarter of eps * total.
     floor = 4 * _count(x.shape, axes) * float(info.smallest_normal) / float(info.eps)
+    if _backends.host_values(xp, total):
+        # Two reductions decide whether any slice is suspect, without the masks: over
+        # 10**6 float32 (row) results the masks' fresh temporaries cost more than the sums
+        # of squares (PyTorch: L2 of (2**20, 3) over axis 1 took 8.5 ms, vector_norm 4.7).
+        low, high = float(xp.min(total)), float(xp.max(total))
+        # NaN propagates through min and max and would hide the other slices: masks then.
+        if floor <= low and high < math.inf:
+            return _keep(xp, _root(xp, total), x.shape, axes, keepdims)
     suspect = (total == math.inf) | (total < floor)
 
     def safe(y: Array, over: Axes) -> Array:
