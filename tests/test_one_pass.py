@@ -595,3 +595,16 @@ def test_torch_leading_sums_are_dots_only_for_large_wide_data(
     anyreduce.reduce_sum(wide.T.contiguous().T, [0])  # not contiguous
     anyreduce.reduce_sum(wide.clone().requires_grad_(True), [0])  # autograd: the plain sum
     assert calls == []
+
+
+def test_l2_reads_its_sums_on_the_host_only_where_they_are_concrete() -> None:
+    import array_api_compat.numpy as nxp
+
+    assert _backends.host_values(nxp, np.ones(3))
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as txp
+
+    assert _backends.host_values(txp, torch.ones(3))
+    assert not _backends.host_values(txp, torch.ones(3, requires_grad=True))
+    jnp = pytest.importorskip("jax.numpy")
+    assert not _backends.host_values(jnp, jnp.ones(3))
