@@ -185,3 +185,23 @@ def test_log_sum_exp_of_narrow_and_short_rows(
     result = anyreduce.reduce_log_sum_exp(make(xp, values, "float64"), axes, keepdims=True)
     kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
     assert_result(result, xp, "float64", kept, expected)
+
+
+def test_results_are_finished_in_place_only_where_nothing_else_can_see_them() -> None:
+    import array_api_compat.numpy as nxp
+
+    fresh = np.full(4, 8.0, dtype=np.float32)
+    assert _backends.on_result(nxp, "divide", fresh, 2) is fresh
+    np.testing.assert_array_equal(fresh, 4.0)
+    frozen = np.full(4, 8.0)
+    frozen.flags.writeable = False
+    assert _backends.on_result(nxp, "sqrt", frozen) is not frozen
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as txp
+
+    tracked = torch.full((4,), 8.0, requires_grad=True) * 1
+    out = _backends.on_result(txp, "log", tracked)
+    assert out is not tracked  # autograd keeps its graph
+    assert out.requires_grad
+    plain = torch.full((4,), 8.0)
+    assert _backends.on_result(txp, "sqrt", plain) is plain

@@ -103,7 +103,7 @@ def _root(xp: Namespace, total: Array) -> Array:
     the plain root gives the same values.
     """
     if not _backends.differentiable(xp, total):
-        return xp.sqrt(total)
+        return _backends.on_result(xp, "sqrt", total)
     zero = total == 0
     return xp.where(zero, xp.zeros_like(total), xp.sqrt(xp.where(zero, xp.ones_like(total), total)))
 
@@ -205,7 +205,7 @@ def _mean(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) ->
     if _dtypes.is_integer(xp, dtype):
         return int_mean(xp, x, axes, keepdims, dtype, n)
     total = data_sum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
-    return _cast(xp, total / n, dtype)
+    return _cast(xp, _backends.on_result(xp, "divide", total, n), dtype)
 
 
 def _prod(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> Array:
@@ -240,7 +240,7 @@ def _log_sum(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any)
     if _dtypes.is_float(xp, dtype):
         # rsum widens as it sums: no copy of the data in the wider type.
         total = data_sum(xp, x, axes, keepdims, _dtypes.compute_float(xp, dtype))
-        return _cast(xp, xp.log(total), dtype)
+        return _cast(xp, _backends.on_result(xp, "log", total), dtype)
     y = _as_float(xp, x, dtype)
     return _from_float(xp, xp.log(rsum(xp, y, axes, keepdims, y.dtype)), x, dtype)
 
