@@ -471,9 +471,8 @@ def test_jax_leading_sums_are_dot_products_that_differentiate_and_batch() -> Non
     np.testing.assert_allclose(np.asarray(batched), np.stack(one_by_one), rtol=0, atol=1e-4)
 
 
-def test_numpy_leading_sums_are_blas_dots_and_views_still_sum_right(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _spy_on_matmul(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
+    """The shapes of the second operand of every ``np.matmul`` call from here on."""
     calls: list[tuple[int, ...]] = []
     matmul = np.matmul
 
@@ -482,6 +481,13 @@ def test_numpy_leading_sums_are_blas_dots_and_views_still_sum_right(
         return matmul(a, b, *args, **kwargs)
 
     monkeypatch.setattr(np, "matmul", spy)
+    return calls
+
+
+def test_numpy_leading_sums_are_blas_dots_and_views_still_sum_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _spy_on_matmul(monkeypatch)
     host = np.random.default_rng(43).uniform(-1.0, 1.0, (1000, 24)).astype(np.float32)
     exact = host.astype(np.float64).sum(axis=0)
     magnitude = np.abs(host).astype(np.float64).sum(axis=0)
@@ -527,14 +533,7 @@ def test_sums_over_every_axis_of_large_data_hold_the_bound_and_keep_special_valu
 def test_numpy_sums_over_every_axis_are_blas_dots_only_for_large_whole_arrays(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls: list[tuple[int, ...]] = []
-    matmul = np.matmul
-
-    def spy(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(tuple(np.shape(b)))
-        return matmul(a, b, *args, **kwargs)
-
-    monkeypatch.setattr(np, "matmul", spy)
+    calls = _spy_on_matmul(monkeypatch)
     host = np.random.default_rng(47).uniform(-1.0, 1.0, (400, 700)).astype(np.float32)
     exact = host.astype(np.float64).sum()
     bound = 8 * np.finfo(np.float32).eps * np.abs(host).astype(np.float64).sum()

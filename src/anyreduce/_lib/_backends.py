@@ -16,6 +16,8 @@ from typing import Any
 
 import array_api_compat
 
+from ._axes import reduced_shape
+
 __all__ = [
     "abs_with_zero_subgradient",
     "as_array",
@@ -222,14 +224,18 @@ def extreme(xp: Namespace, x: Array, axes: Axes, keepdims: bool, high: bool) -> 
         return None
     if array_api_compat.is_torch_namespace(xp):
         narrow = _torch_narrow_extreme(x, axes, high)
-        return None if narrow is None else xp.reshape(narrow, _reduced(x.shape, axes, keepdims))
+        return (
+            None
+            if narrow is None
+            else xp.reshape(narrow, reduced_shape(tuple(x.shape), axes, keepdims))
+        )
     if array_api_compat.is_numpy_namespace(xp) and math.prod(x.shape) >= 2**12:
         import numpy as np
 
         ufunc: Any = np.maximum if high else np.minimum
         narrow = _numpy_narrow_extreme(ufunc, x, axes)
         if narrow is not None:
-            return np.reshape(narrow, _reduced(x.shape, axes, keepdims))
+            return np.reshape(narrow, reduced_shape(tuple(x.shape), axes, keepdims))
         if x.dtype == np.float16:
             result = ufunc.reduce(x, axis=tuple(axes), keepdims=keepdims, dtype=np.float64)
             return np.asarray(result).astype(x.dtype)
@@ -260,7 +266,7 @@ def short_row_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: An
     count = math.prod(x.shape[:start])
     if length < 2 or count < _LEADING_ROWS:
         return None
-    shape = _reduced(x.shape, axes, keepdims)
+    shape = reduced_shape(tuple(x.shape), axes, keepdims)
     if array_api_compat.is_numpy_namespace(xp):
         import numpy as np
 
@@ -340,20 +346,14 @@ def plain_max(xp: Namespace, x: Array, axes: Axes) -> Array:
     if array_api_compat.is_torch_namespace(xp):
         regrouped = _torch_narrow_extreme(x, axes, True)
         if regrouped is not None:
-            return xp.reshape(regrouped, _reduced(x.shape, axes, True))
+            return xp.reshape(regrouped, reduced_shape(tuple(x.shape), axes, True))
     if array_api_compat.is_numpy_namespace(xp):
         import numpy as np
 
         narrow = _numpy_narrow_extreme(np.maximum, x, axes)
         if narrow is not None:
-            return np.reshape(narrow, _reduced(x.shape, axes, True))
+            return np.reshape(narrow, reduced_shape(tuple(x.shape), axes, True))
     return xp.max(x, axis=axes, keepdims=True)
-
-
-def _reduced(shape: tuple[int, ...], axes: Axes, keepdims: bool) -> tuple[int, ...]:
-    if keepdims:
-        return tuple(1 if i in axes else n for i, n in enumerate(shape))
-    return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
 #: NumPy's reductions run their inner loop along the last axis of the iteration, once per
