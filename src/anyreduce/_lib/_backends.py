@@ -1119,6 +1119,18 @@ def prod_all_axes_copies(xp: Namespace) -> bool:
     return bool(array_api_compat.is_torch_namespace(xp))
 
 
+def one_axis_at_a_time(xp: Namespace) -> bool:
+    """Whether products, ``any`` and ``all`` over several axes take them one at a time.
+
+    ``torch.prod``, ``torch.any`` and ``torch.all`` take one dim; array-api-compat moves
+    a tuple of dims to the end and flattens them, which copies the input: the product of
+    float32 (64, 32, 16384) over axes 0 and 2 took 102-115 ms, over 1 and 2 74-104 ms,
+    against 3.5-4.8 ms one axis after the other, the last first (torch 2.13). Each factor
+    of a product is still rounded once.
+    """
+    return bool(array_api_compat.is_torch_namespace(xp))
+
+
 def prod_all_axes_staged(xp: Namespace) -> bool:
     """Whether a product over every axis runs as axis 0 first, then the rest, apart.
 

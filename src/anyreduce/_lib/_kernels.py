@@ -189,7 +189,20 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
     split = _split_prod(xp, x, axes, dtype, width) if width else None
     if split is not None:
         return split if keepdims else xp.reshape(split, _dropped(x.shape, axes))
+    if len(axes) > 1 and _backends.one_axis_at_a_time(xp):
+        return _axis_by_axis(xp, functools.partial(xp.prod, dtype=dtype), x, axes, keepdims)
     return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def _axis_by_axis(
+    xp: Namespace, reduce: Callable[..., Array], x: Array, axes: Axes, keepdims: bool
+) -> Array:
+    """``reduce`` over ``axes``, one axis at a time, the last first (see
+    ``_backends.one_axis_at_a_time``)."""
+    total = x
+    for a in reversed(axes):
+        total = reduce(total, axis=a, keepdims=True)
+    return total if keepdims else xp.reshape(total, _dropped(x.shape, axes))
 
 
 def trailing_rows(
@@ -263,6 +276,8 @@ def rmax(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         kernel = functools.partial(rmax, dtype=dtype)
         return _backends.tree_reduce(xp, x, axes, keepdims, kernel, _extreme(xp, x, False), x.dtype)
     if _dtypes.is_bool(xp, x.dtype):
+        if len(axes) > 1 and _backends.one_axis_at_a_time(xp):
+            return _axis_by_axis(xp, xp.any, x, axes, keepdims)
         return xp.any(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):
         return _flip_sign_bit(xp, xp.max(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
@@ -280,6 +295,8 @@ def rmin(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Arr
         kernel = functools.partial(rmin, dtype=dtype)
         return _backends.tree_reduce(xp, x, axes, keepdims, kernel, _extreme(xp, x, True), x.dtype)
     if _dtypes.is_bool(xp, x.dtype):
+        if len(axes) > 1 and _backends.one_axis_at_a_time(xp):
+            return _axis_by_axis(xp, xp.all, x, axes, keepdims)
         return xp.all(x, axis=axes, keepdims=keepdims)
     if _backends.wraps_uint64(xp, x.dtype, dtype):
         return _flip_sign_bit(xp, xp.min(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
