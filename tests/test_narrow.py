@@ -7,6 +7,7 @@ kernels are slowest; anyreduce regroups them (``_backends._numpy_narrow_extreme`
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -205,3 +206,85 @@ def test_results_are_finished_in_place_only_where_nothing_else_can_see_them() ->
     assert out.requires_grad
     plain = torch.full((4,), 8.0)
     assert _backends.on_result(txp, "sqrt", plain) is plain
+
+
+# Leading reduced axes of rows too wide for 16 to fit in a block (2**18 elements on NumPy,
+# up to 2**20 on PyTorch): blocks are taken along the first kept axis instead
+# (``_blocks._Panels``), with a remainder.
+_WIDE = [
+    ((20, 3, 8192), [0]),
+    ((40, 2, 3, 4096), [0, 1]),
+    ((30, 3, 2, 4096), [0, 2]),
+    ((17, 20000), [0]),
+]
+
+
+@functools.cache
+def _wide_case(op: str, shape: tuple[int, ...], dtype: str, axes: tuple[int, ...]) -> Any:
+    """Constant data (a dot's worst case) and the exact result, once for every backend."""
+    values = np.full(shape, -0.1, dtype=dtype)
+    if op in ("reduce_log_sum", "reduce_l1", "reduce_l2"):
+        values.reshape(-1)[::3] = 0.1
+    return values, reference.reduce(op, values.astype(np.float64), list(axes), keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        "reduce_sum",
+        "reduce_mean",
+        "reduce_log_sum",
+        "reduce_l1",
+        "reduce_sum_square",
+        "reduce_l2",
+        "reduce_log_sum_exp",
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("shape", "axes"), _WIDE, ids=str)
+def test_sums_over_wide_rows_hold_the_bound(
+    xp: Any, dtype_available: Any, op: str, dtype: str, shape: tuple[int, ...], axes: list[int]
+) -> None:
+    dtype_available(dtype)
+    values, expected = _wide_case(op, shape, dtype, tuple(axes))
+    result = getattr(anyreduce, op)(make(xp, values, dtype), axes, keepdims=True)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    eps = float(np.finfo(dtype).eps)
+    assert_result(result, xp, dtype, kept, expected, rtol=10 * eps)
+
+
+@pytest.mark.parametrize(("shape", "axes"), _WIDE[:2], ids=str)
+def test_log_sum_exp_and_l1_of_wide_rows(
+    xp: Any, dtype_available: Any, shape: tuple[int, ...], axes: list[int]
+) -> None:
+    dtype_available("float64")
+    # Each column of a block has its own shift: masked entries, values far apart, and a
+    # NaN and infinities in the second block.
+    rng = np.random.default_rng(61)
+    values = rng.uniform(1.0, 30.0, shape)
+    flat = values.reshape(-1)
+    flat[::7] = -1e9
+    flat[5::11] += 500.0
+    columns = values.reshape(-1, values[0].size)
+    columns[3, -5], columns[4, -6], columns[5, -7] = np.nan, np.inf, -np.inf
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    for op in ("reduce_log_sum_exp", "reduce_l1"):
+        expected = reference.reduce(op, values, axes, keepdims=True)
+        result = getattr(anyreduce, op)(make(xp, values, "float64"), axes, keepdims=True)
+        assert_result(result, xp, "float64", kept, expected)
+
+
+def test_panels_apply_only_to_views_of_wide_leading_rows() -> None:
+    from anyreduce._lib._blocks import _Panels
+
+    x = np.zeros((20, 3, 8192), np.float32)
+    panels = _Panels.plan(np, x, (0,), 10, 2**18)
+    assert panels is not None
+    assert panels.view.shape == (20, 3 * 8192)
+    assert [(a, b) for a, b, _ in panels.blocks()] == [(0, 13107), (13107, 24576)]
+    assert _Panels.plan(np, x, (0,), 16, 2**18) is None  # enough rows per block
+    assert _Panels.plan(np, x, (1,), 10, 2**18) is None  # axis 0 kept: row blocks join
+    assert _Panels.plan(np, x, (0, 1, 2), 10, 2**18) is None  # every axis
+    assert _Panels.plan(np, x, (0,), 10, None) is None  # the backend does not block
+    assert _Panels.plan(np, x.transpose(0, 2, 1), (0,), 10, 2**18) is None  # no view
+    assert _Panels.plan(np, np.zeros((20, 3, 8), np.float32), (0,), 10, 2**18) is None

@@ -12,7 +12,14 @@ import numpy as np
 
 from ._errors import AxisError
 
-__all__ = ["AxesLike", "check_flag", "normalize", "normalize_axes", "reduced_shape"]
+__all__ = [
+    "AxesLike",
+    "check_flag",
+    "merged_runs",
+    "normalize",
+    "normalize_axes",
+    "reduced_shape",
+]
 
 AxesLike = int | Sequence[int] | Any | None
 """None, a Python int, a sequence of ints, or a 0-D/1-D integer array of any namespace."""
@@ -168,3 +175,21 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
 
 # Errors are raised, never cached; results are a few bytes per distinct call signature.
 _normalized = functools.lru_cache(maxsize=4096)(_normalize)
+
+
+def merged_runs(
+    shape: tuple[int, ...], axes: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``shape`` with axes of length 1 dropped and adjacent axes that are all reduced (in
+    ``axes``) or all kept merged, and the positions of the reduced ones in it."""
+    dims: list[int] = []
+    reduced: list[bool] = []
+    for i, n in enumerate(shape):
+        if n == 1:
+            continue
+        if reduced and reduced[-1] == (i in axes):
+            dims[-1] *= n
+        else:
+            dims.append(n)
+            reduced.append(i in axes)
+    return tuple(dims), tuple(i for i, r in enumerate(reduced) if r)

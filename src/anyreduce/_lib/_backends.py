@@ -16,7 +16,7 @@ from typing import Any
 
 import array_api_compat
 
-from ._axes import reduced_shape
+from ._axes import merged_runs, reduced_shape
 
 __all__ = [
     "abs_with_zero_subgradient",
@@ -459,22 +459,6 @@ _JAX_SPLIT_LENGTH = 1024
 _JAX_SPLIT = 8
 
 
-def _merged_runs(shape: tuple[int, ...], axes: Axes) -> tuple[tuple[int, ...], Axes]:
-    """``shape`` with axes of length 1 dropped and adjacent axes that are all reduced (in
-    ``axes``) or all kept merged, and the positions of the reduced ones in it."""
-    dims: list[int] = []
-    reduced: list[bool] = []
-    for i, n in enumerate(shape):
-        if n == 1:
-            continue
-        if reduced and reduced[-1] == (i in axes):
-            dims[-1] *= n
-        else:
-            dims.append(n)
-            reduced.append(i in axes)
-    return tuple(dims), tuple(i for i, r in enumerate(reduced) if r)
-
-
 @functools.cache
 def _jax_extreme(high: bool) -> Callable[[Array, Axes, bool], Array]:
     import jax
@@ -501,7 +485,7 @@ def _jax_extreme(high: bool) -> Callable[[Array, Axes, bool], Array]:
         target = reduced_shape(tuple(v.shape), axes, keepdims)
         if v.size == 0:
             return jnp.reshape(reduce(v, axes), target)
-        dims, over = _merged_runs(tuple(v.shape), axes)
+        dims, over = merged_runs(tuple(v.shape), axes)
         if not over:  # only axes of length 1 reduced
             return jnp.reshape(v, target)
         last = len(dims) - 1
@@ -919,6 +903,15 @@ def scratch_rows(xp: Namespace, x: Array) -> int | None:
     arrays (under autograd, ``torch.func`` transforms or ``torch.compile`` the
     functional form is used) larger than one block; None everywhere else.
     """
+    limit = scratch_elements(xp, x)
+    if limit is None or math.prod(x.shape) <= limit:
+        return None  # fits in one block: the functional form makes no larger temporary
+    row: int = math.prod(x.shape[1:])
+    return max(1, limit // max(1, row))
+
+
+def scratch_elements(xp: Namespace, x: Array) -> int | None:
+    """Elements of the reused buffer of :func:`scratch_rows`, None where there is none."""
     size: int = math.prod(x.shape)
     if array_api_compat.is_numpy_namespace(xp):
         import numpy as np
@@ -935,7 +928,8 @@ def scratch_rows(xp: Namespace, x: Array) -> int | None:
         return None
     # At most a sixteenth of the data (so peak extra memory stays near 6%), at least
     # ``floor`` elements (per-block Python work is ~30 us), at most ``cap``.
-    return _rows_per_block(x, size // 16, floor, cap) if eligible else None
+    limit: int = min(cap, max(floor, size // 16))
+    return limit if eligible else None
 
 
 def _rows_per_block(x: Array, share: int, floor: int, cap: int) -> int | None:

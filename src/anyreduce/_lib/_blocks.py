@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _backends
-from ._axes import reduced_shape
+from ._axes import merged_runs, reduced_shape
 from ._kernels import rsum, trailing_rows
 
 __all__ = ["BlockTotals", "map_merge", "map_sum", "square_sum"]
@@ -64,6 +64,82 @@ def _layout(xp: Namespace, x: Array, scratch: bool) -> tuple[int, int, bool]:
     return rows, per_block, False
 
 
+#: Fewest rows per block along axis 0, when it is reduced, below which blocks are taken
+#: along a kept axis instead (:func:`_panels`).
+_PANEL_ROWS = 16
+#: Shortest contiguous run, in elements, of the rows of such a block.
+_PANEL_RUN = 256
+
+
+class _Panels:
+    """Blocks of ``x`` taken along its first kept axis, for reductions whose axis 0 is
+    reduced and whose rows are too wide for several to fit in a block.
+
+    Blocks of one or two wide rows each give per-block results as large as the whole
+    result, which are then merged: for float32 (64, 32, 16384) over axis 0, L1 took
+    57 ms on NumPy against 7.4 ms for the sum and 26 ms for ``np.abs(x).sum(0)``, and
+    LogSumExp 256 ms against 68 ms for the max-shifted expression (its merges take exp of
+    every per-block result). Here adjacent reduced and kept axes are merged (a view) and
+    each block is every reduced row of a run of columns: each block reduces completely
+    and the blocks' results are joined.
+    """
+
+    def __init__(self, xp: Namespace, view: Array, over: Axes, axis: int, width: int) -> None:
+        self.view, self.over, self.axis, self.width = view, over, axis, width
+        self._lead = (slice(None),) * axis
+        self._kept = tuple(1 if i in over else n for i, n in enumerate(view.shape))
+        self._xp = xp
+
+    @classmethod
+    def plan(
+        cls, xp: Namespace, x: Array, axes: Axes, per_block: int, budget: int | None
+    ) -> _Panels | None:
+        """The panels for ``x`` over ``axes``, or None where row blocks serve."""
+        if budget is None or per_block >= _PANEL_ROWS or 0 not in axes or len(axes) == x.ndim:
+            return None
+        dims, over = merged_runs(tuple(x.shape), axes)
+        if not over or over[0] != 0 or len(over) == len(dims):
+            return None
+        axis = next(i for i in range(len(dims)) if i not in over)
+        width = min(budget // (math.prod(dims) // dims[axis]), dims[axis])
+        if width < 1 or width * math.prod(dims[axis + 1 :]) < _PANEL_RUN:
+            return None
+        try:
+            view = xp.reshape(x, dims, copy=False)
+        except (ValueError, AttributeError, TypeError):
+            return None  # no view without a copy
+        return cls(xp, view, over, axis, width)
+
+    def blocks(self) -> list[tuple[int, int, Array]]:
+        n = self.view.shape[self.axis]
+        spans = [(start, min(start + self.width, n)) for start in range(0, n, self.width)]
+        return [(start, stop, self.view[self._index(start, stop)]) for start, stop in spans]
+
+    def _index(self, start: int, stop: int) -> tuple[Any, ...]:
+        return (*self._lead, slice(start, stop), ...)  # the standard asks for every axis
+
+    def part(self, start: int, stop: int) -> Part:
+        xp, kept, index = self._xp, self._kept, self._index(start, stop)
+
+        def part(companion: Array) -> Array:
+            if math.prod(companion.shape) == 1:
+                return xp.reshape(companion, (1,) * len(kept))
+            return xp.reshape(companion, kept)[index]
+
+        return part
+
+    def scratch(self, dtype: Any, device: Any) -> Array:
+        size = math.prod(self.view.shape) // self.view.shape[self.axis] * self.width
+        return self._xp.empty((size,), dtype=dtype, device=device)
+
+    def scratch_view(self, scratch: Array, block: Array) -> Array:
+        return self._xp.reshape(scratch[: math.prod(block.shape)], tuple(block.shape))
+
+    def join(self, parts: list[Array], shape: tuple[int, ...]) -> Array:
+        joined = self._xp.concat(parts, axis=self.axis) if len(parts) > 1 else parts[0]
+        return self._xp.reshape(joined, shape)
+
+
 def map_merge(
     xp: Namespace, x: Array, axes: Axes, dtype: Any, partial: Partial, merge: Merge
 ) -> tuple[Array, ...]:
@@ -74,11 +150,25 @@ def map_merge(
     else runs in cache; ``scratch`` is a reused buffer of the block's shape in ``dtype``
     where the backend asks for one (see ``_backends.scratch_rows``), else None. Blocks follow
     axis 0: when it is reduced, ``merge`` combines the statistics of up to eight blocks
-    at a time; when it is kept, they are joined.
+    at a time; when it is kept, they are joined. Where axis 0 is reduced and its rows are
+    wide, blocks follow a kept axis of a merged view instead (:class:`_Panels`), and
+    ``partial`` is given that view's blocks and axes, not ``axes``.
     """
     rows, per_block, scratch = _layout(xp, x, True)
     if not axes or per_block >= rows:
         return partial(x, axes, None)
+    budget = _backends.scratch_elements(xp, x) if scratch else _backends.block_elements(xp)
+    panels = _Panels.plan(xp, x, axes, per_block, budget)
+    if panels is not None:
+        kept = reduced_shape(tuple(x.shape), axes, True)
+        buffer = panels.scratch(dtype, x.device) if scratch else None
+        stats = [
+            partial(
+                block, panels.over, None if buffer is None else panels.scratch_view(buffer, block)
+            )
+            for _, _, block in panels.blocks()
+        ]
+        return tuple(panels.join(list(parts), kept) for parts in zip(*stats, strict=True))
     buffer = None
     if scratch:
         buffer = xp.empty((per_block, *x.shape[1:]), dtype=dtype, device=x.device)
@@ -122,6 +212,10 @@ def map_sum(
     rows, per_block, in_place = _layout(xp, x, inplace is not None and bool(axes))
     if not axes or per_block >= rows:
         return rsum(xp, f(x, _whole), axes, keepdims, dtype)
+    budget = _backends.scratch_elements(xp, x) if in_place else _backends.block_elements(xp)
+    panels = _Panels.plan(xp, x, axes, per_block, budget)
+    if panels is not None:
+        return _panel_sum(xp, x, axes, keepdims, dtype, f, inplace if in_place else None, panels)
     scratch = None
     totals = BlockTotals(xp, axes, dtype)
     if in_place:
@@ -150,6 +244,36 @@ def map_sum(
     if 0 in axes and len(parts) > 1:
         total = rsum(xp, total, (0,), True, dtype)
     return total if keepdims else xp.reshape(total, reduced_shape(tuple(x.shape), axes, False))
+
+
+def _panel_sum(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    dtype: Any,
+    f: Callable[[Array, Part], Array],
+    inplace: tuple[str, Array | None] | None,
+    panels: _Panels,
+) -> Array:
+    """:func:`map_sum` block by block along a kept axis (see :class:`_Panels`)."""
+    totals = BlockTotals(xp, panels.over, dtype)
+    scratch = None if inplace is None else panels.scratch(dtype, x.device)
+    parts: list[Array] = []
+    for start, stop, block in panels.blocks():
+        part = panels.part(start, stop)
+        if scratch is not None and inplace is not None:
+            kind, companion = inplace
+            values = _backends.write_elementwise(
+                kind,
+                block,
+                panels.scratch_view(scratch, block),
+                None if companion is None else part(companion),
+            )
+            parts.append(totals(values))
+        else:
+            parts.append(rsum(xp, f(block, part), panels.over, True, dtype))
+    return panels.join(parts, reduced_shape(tuple(x.shape), axes, keepdims))
 
 
 def square_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array | None:

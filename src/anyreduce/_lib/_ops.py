@@ -264,7 +264,9 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes, *, wide: Any) -> tuple[Ar
     slice whose maximum is +-inf or NaN is not shifted, which gives +inf, -inf and NaN by
     IEEE rules. Blocks of a narrower ``y`` are widened one at a time.
     """
-    totals = BlockTotals(xp, axes, wide)
+    # One per set of axes a block is reduced over (blocks along a kept axis see the
+    # merged axes of a view; see _blocks.map_merge).
+    totals: dict[Axes, BlockTotals] = {}
 
     def block_sums(block: Array, over: Axes, scratch: Array | None) -> tuple[Array, Array]:
         if scratch is not None and block.dtype != scratch.dtype:
@@ -281,7 +283,9 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes, *, wide: Any) -> tuple[Ar
             values = _backends.exp_of_difference(xp, block, shift)
         else:
             values = _backends.write_elementwise("exp_shift", block, scratch, shift)
-            return shift, totals(values)
+            if over not in totals:
+                totals[over] = BlockTotals(xp, over, wide)
+            return shift, totals[over](values)
         return shift, rsum(xp, values, over, True, wide)
 
     def merge(parts: tuple[Array, ...], over: Axes) -> tuple[Array, ...]:
