@@ -1,8 +1,10 @@
-"""Reductions over short trailing axes and over leading axes of narrow rows.
+"""Reductions over short trailing axes, over leading axes of narrow rows, and over
+leading axes of rows too wide to block by rows.
 
-NumPy runs a reduction's inner loop once per row, so these shapes are where its own
+NumPy runs a reduction's inner loop once per row, so the first two are where its own
 kernels are slowest; anyreduce regroups them (``_backends._numpy_narrow_extreme``,
-``_backends.short_row_sum``, ``_blocks.BlockTotals``). The results must not change.
+``_backends.short_row_sum``, ``_blocks.BlockTotals``). Wide rows are blocked along a kept
+axis (``_blocks._Panels``). The results must not change.
 """
 
 from __future__ import annotations
