@@ -249,6 +249,22 @@ def test_torch_products_any_and_all_over_several_axes_take_one_axis_at_a_time(
     assert moved == []
 
 
+def test_jax_products_over_several_axes_differentiate_and_batch() -> None:
+    # Merged axes and one axis at a time, behind optimisation barriers, on JAX.
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    x = jnp.asarray(1 + 0.01 * np.random.default_rng(47).standard_normal((3, 4, 5, 6)), jnp.float32)
+    for axes in ([0, 1], [1, 2], [0, 2], [1, 3]):
+        axis = tuple(axes)
+        got = jax.grad(lambda v, a=axes: jnp.sum(anyreduce.reduce_prod(v, a)))(x)
+        want = jax.grad(lambda v, a=axis: jnp.sum(jnp.prod(v, axis=a)))(x)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)
+    for axes in ([0, 1], [1, 2], [0, 2]):
+        batched = jax.vmap(lambda v, a=axes: anyreduce.reduce_prod(v, a, keepdims=False))(x)
+        each = [np.asarray(anyreduce.reduce_prod(x[i], axes, keepdims=False)) for i in range(3)]
+        np.testing.assert_allclose(np.asarray(batched), np.stack(each), rtol=1e-6)
+
+
 def test_products_keep_nan_inf_and_signed_zero() -> None:
     values = np.ones((2, 1024), dtype=np.float32)
     values[0, 5], values[0, 900] = np.inf, 0.0  # inf * 0: NaN

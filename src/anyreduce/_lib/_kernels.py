@@ -15,6 +15,7 @@ from typing import Any
 from array_api_compat import device as device_of
 
 from . import _backends, _dtypes
+from ._axes import merged_runs, reduced_shape
 
 __all__ = [
     "data_sum",
@@ -191,6 +192,13 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
         return split if keepdims else xp.reshape(split, _dropped(x.shape, axes))
     if len(axes) > 1 and _backends.one_axis_at_a_time(xp):
         return _axis_by_axis(xp, functools.partial(xp.prod, dtype=dtype), x, axes, keepdims)
+    if len(axes) > 1 and _backends.prod_staged_by_axis(xp):
+        dims, over = merged_runs(tuple(x.shape), axes)
+        total = x if dims == tuple(x.shape) else _backends.staged(xp, xp.reshape(x, dims))
+        total = xp.astype(total, dtype, copy=False)
+        for a in reversed(over):
+            total = _backends.staged(xp, xp.prod(total, axis=a, keepdims=True, dtype=dtype))
+        return xp.reshape(total, reduced_shape(tuple(x.shape), axes, keepdims))
     return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
 
 
