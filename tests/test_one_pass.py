@@ -509,6 +509,16 @@ def test_jax_max_and_min_over_merged_axes_under_vmap_and_grad() -> None:
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_prod"])
+def test_jax_reduces_merged_axes_of_a_view_behind_a_barrier(op: str) -> None:
+    # Left to itself XLA folds the reshape back into a reduction over several axes, which
+    # its CPU code runs slowly (see _backends._nan_propagating, prod_staged_by_axis).
+    jax = pytest.importorskip("jax")
+    x = jax.numpy.zeros((6, 5, 40, 8), jax.numpy.float32)
+    text = str(jax.make_jaxpr(lambda v: getattr(anyreduce, op)(v, [0, 1]))(x))
+    assert "f32[30,320] = optimization_barrier" in text
+
+
 def test_jax_max_and_min_keep_their_gradients() -> None:
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
