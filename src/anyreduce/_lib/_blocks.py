@@ -65,7 +65,7 @@ def _layout(xp: Namespace, x: Array, scratch: bool) -> tuple[int, int, bool]:
 
 
 #: Fewest rows per block along axis 0, when it is reduced, below which blocks are taken
-#: along a kept axis instead (:func:`_panels`).
+#: along a kept axis instead (:class:`_Panels`).
 _PANEL_ROWS = 16
 #: Shortest contiguous run, in elements, of the rows of such a block.
 _PANEL_RUN = 256
