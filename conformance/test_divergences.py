@@ -4,7 +4,6 @@ docs/semantics.md is the one rendered from the same data."""
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,8 @@ def test_runtime_diverges_as_documented(divergence: Divergence) -> None:
     case = divergence.example()
     result = run_on_runtime(case, chosen)
     assert result is not None
-    if not divergence.diverges_in(importlib.metadata.version(chosen.module)):
+    version = chosen.version()
+    if version and not divergence.diverges_in(version):
         # Fixed in this release: the runtime now gives the contract's answer.
         assert result.status == PASSED, (result.status, result.detail, result.actual)
         return
@@ -70,3 +70,22 @@ def test_anyreduce_gives_the_contract_answer(divergence: Divergence) -> None:
 def test_semantics_page_lists_every_divergence() -> None:
     text = SEMANTICS.read_text()
     assert markdown_table() in text, "regenerate: python -m anyreduce._conformance._docs"
+
+
+def test_the_conformance_run_expects_the_contract_from_a_fixing_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anyreduce._conformance._engine import check_divergence
+    from anyreduce._conformance._runtimes import Runtime
+
+    fixed = next(d for d in DIVERGENCES if d.id == "onnxruntime-zero-size-shape")
+    chosen = runtime(fixed.runtime)
+    agrees = run_on_runtime(fixed.example(), chosen)
+    assert agrees is not None
+    for version in ("1.31.1", "1.32.0"):
+        monkeypatch.setattr(Runtime, "version", lambda self, v=version: v)
+        result = check_divergence(fixed, chosen)
+        # A release before the fix must still diverge, one with it must agree: whichever
+        # the installed runtime does, one of the two checks fails and the other passes.
+        expected = PASSED if (agrees.status == PASSED) == (version == "1.32.0") else "failed"
+        assert result.status == expected, result.detail

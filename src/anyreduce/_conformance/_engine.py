@@ -191,12 +191,23 @@ def _spec_jobs(
 
 
 def check_divergence(divergence: Any, runtime: Runtime) -> Result:
-    """Run a documented divergence's example: it must still diverge, and as documented."""
+    """Run a documented divergence's example: it must still diverge, and as documented,
+    unless the installed release of the runtime is one that fixed it: then it must agree
+    with the contract."""
     case = divergence.example().with_name("divergences", divergence.id)
     result = run_on_runtime(case, runtime)
     if result is None:
         msg = f"{runtime.name} cannot run the example of {divergence.id}"
         raise RuntimeError(msg)
+    version = runtime.version()
+    if version and not divergence.diverges_in(version):
+        if result.status != PASSED:
+            result.detail = (
+                f"{divergence.id} was fixed in {runtime.name} {divergence.fixed_in}, but "
+                f"{version} still shows it ({result.status}: {result.detail})"
+            )
+            result.status = FAILED
+        return result
     if result.status != DIVERGENT or result.divergence != divergence.id:
         result.detail = (
             f"the example of {divergence.id} no longer shows it "

@@ -5,6 +5,7 @@ onnxruntime and the OpenVINO runtime, each used only when installed.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import warnings
 from collections.abc import Callable
@@ -33,6 +34,13 @@ class Runtime:
             return importlib.util.find_spec(self.module) is not None
         except (ImportError, ValueError):
             return False
+
+    def version(self) -> str:
+        """The installed release of the runtime's distribution, "" if unknown."""
+        try:
+            return importlib.metadata.version(self.module)
+        except importlib.metadata.PackageNotFoundError:
+            return ""
 
     def supports(self, case: SpecCase) -> bool:
         """Whether the case is one this runtime can be given at all (profile, opset)."""
