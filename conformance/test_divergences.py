@@ -10,7 +10,7 @@ import pytest
 from columns import runtime, target
 
 from anyreduce._conformance._divergences import DIVERGENCES, Divergence, markdown_table
-from anyreduce._conformance._execute import DIVERGENT, PASSED, run_on_runtime, run_on_target
+from anyreduce._conformance._execute import DIVERGENT, FAILED, PASSED, run_on_runtime, run_on_target
 
 SEMANTICS = Path(__file__).parent.parent / "docs" / "semantics.md"
 
@@ -82,10 +82,12 @@ def test_the_conformance_run_expects_the_contract_from_a_fixing_release(
     chosen = runtime(fixed.runtime)
     agrees = run_on_runtime(fixed.example(), chosen)
     assert agrees is not None
+    fixed_here = agrees.status == PASSED  # whether the installed release has the fix
     for version in ("1.31.1", "1.32.0"):
         monkeypatch.setattr(Runtime, "version", lambda self, v=version: v)
         result = check_divergence(fixed, chosen)
-        # A release before the fix must still diverge, one with it must agree: whichever
-        # the installed runtime does, one of the two checks fails and the other passes.
-        expected = PASSED if (agrees.status == PASSED) == (version == "1.32.0") else "failed"
+        if version == "1.32.0":  # a fixing release must agree with the contract
+            expected = PASSED if fixed_here else FAILED
+        else:  # an older one must still diverge as documented
+            expected = FAILED if fixed_here else DIVERGENT
         assert result.status == expected, result.detail
