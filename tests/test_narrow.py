@@ -18,7 +18,7 @@ import pytest
 import anyreduce
 import reference
 from anyreduce._lib import _backends
-from backends import assert_result, make
+from backends import assert_result, make, to_numpy
 
 # (shape, axes): leading runs of rows 1 to 256 wide, whose counts leave a remainder after
 # regrouping, and short trailing runs from 2 to 16 elements over more than one block.
@@ -30,6 +30,18 @@ _NARROW = [
     ((20011, 3), [1]),
     ((8200, 2, 8), [1, 2]),
     ((10000, 5), [1]),
+]
+
+
+#: The operators that sum something of the data.
+_SUM_OPS = [
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_log_sum",
+    "reduce_l1",
+    "reduce_sum_square",
+    "reduce_l2",
+    "reduce_log_sum_exp",
 ]
 
 
@@ -59,18 +71,7 @@ def test_max_and_min_over_narrow_and_short_axes(
     assert_result(result, xp, dtype, kept, expected, rtol=0)
 
 
-@pytest.mark.parametrize(
-    "op",
-    [
-        "reduce_sum",
-        "reduce_mean",
-        "reduce_log_sum",
-        "reduce_l1",
-        "reduce_sum_square",
-        "reduce_l2",
-        "reduce_log_sum_exp",
-    ],
-)
+@pytest.mark.parametrize("op", _SUM_OPS)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
     ("shape", "axes"),
@@ -230,18 +231,7 @@ def _wide_case(op: str, shape: tuple[int, ...], dtype: str, axes: tuple[int, ...
     return values, reference.reduce(op, values.astype(np.float64), list(axes), keepdims=True)
 
 
-@pytest.mark.parametrize(
-    "op",
-    [
-        "reduce_sum",
-        "reduce_mean",
-        "reduce_log_sum",
-        "reduce_l1",
-        "reduce_sum_square",
-        "reduce_l2",
-        "reduce_log_sum_exp",
-    ],
-)
+@pytest.mark.parametrize("op", _SUM_OPS)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(("shape", "axes"), _WIDE, ids=str)
 def test_sums_over_wide_rows_hold_the_bound(
@@ -290,3 +280,21 @@ def test_panels_apply_only_to_views_of_wide_leading_rows() -> None:
     assert _Panels.plan(np, x, (0,), 10, None) is None  # the backend does not block
     assert _Panels.plan(np, x.transpose(0, 2, 1), (0,), 10, 2**18) is None  # no view
     assert _Panels.plan(np, np.zeros((20, 3, 8), np.float32), (0,), 10, 2**18) is None
+
+
+def test_wide_row_blocks_give_each_block_its_part_of_a_companion(
+    xp: Any, dtype_available: Any
+) -> None:
+    # map_sum's element-wise step may read a keepdims-shaped companion (a shift, say);
+    # blocks along a kept axis of a merged view get the matching columns of it.
+    from anyreduce._lib._blocks import map_sum
+
+    dtype_available("float64")
+    shape = (20, 3, 8192)  # NumPy: 10 rows a block, so blocks along the kept axis
+    values = np.random.default_rng(67).uniform(-1.0, 1.0, shape)
+    shift = np.random.default_rng(71).uniform(-1.0, 1.0, (1, *shape[1:]))
+    data, companion = make(xp, values, "float64"), make(xp, shift, "float64")
+    ns = anyreduce._lib._backends.namespace("test", data)
+    got = map_sum(ns, data, (0,), True, data.dtype, lambda b, part: b - part(companion))
+    expected = (values - shift).sum(axis=0, keepdims=True)
+    np.testing.assert_allclose(to_numpy(got), expected, rtol=1e-12, atol=1e-12)

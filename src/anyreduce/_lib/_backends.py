@@ -39,12 +39,16 @@ __all__ = [
     "lower",
     "namespace",
     "on_result",
+    "one_axis_at_a_time",
     "patch_slices",
     "patches_slices",
     "plain_max",
     "prod_all_axes_copies",
     "prod_all_axes_staged",
     "prod_split",
+    "prod_staged_by_axis",
+    "rows_in",
+    "scratch_elements",
     "scratch_rows",
     "short_row_sum",
     "staged",
@@ -906,9 +910,15 @@ def scratch_rows(xp: Namespace, x: Array) -> int | None:
     arrays (under autograd, ``torch.func`` transforms or ``torch.compile`` the
     functional form is used) larger than one block; None everywhere else.
     """
-    limit = scratch_elements(xp, x)
+    return rows_in(x, scratch_elements(xp, x))
+
+
+def rows_in(x: Array, limit: int | None) -> int | None:
+    """Rows of ``x`` along axis 0 per block of ``limit`` elements; None where there is no
+    limit or the whole of ``x`` fits in one block (the functional form makes no larger
+    temporary)."""
     if limit is None or math.prod(x.shape) <= limit:
-        return None  # fits in one block: the functional form makes no larger temporary
+        return None
     row: int = math.prod(x.shape[1:])
     return max(1, limit // max(1, row))
 

@@ -53,15 +53,17 @@ Partial = Callable[[Array, Axes, "Array | None"], tuple[Array, ...]]
 Merge = Callable[[tuple[Array, ...], Axes], tuple[Array, ...]]
 
 
-def _layout(xp: Namespace, x: Array, scratch: bool) -> tuple[int, int, bool]:
-    """Rows of ``x`` along axis 0, rows per block, and whether blocks write a scratch buffer."""
+def _layout(xp: Namespace, x: Array, scratch: bool) -> tuple[int, int, bool, int | None]:
+    """Rows of ``x`` along axis 0, rows per block, whether blocks write a scratch buffer,
+    and the most elements a block may hold (None where the backend does not block)."""
     block = _backends.block_elements(xp)
     rows = x.shape[0] if x.ndim else 1
     per_block = max(1, block // max(1, math.prod(x.shape[1:]))) if block else rows
-    scratch_rows = _backends.scratch_rows(xp, x) if scratch else None
+    limit = _backends.scratch_elements(xp, x) if scratch else None
+    scratch_rows = _backends.rows_in(x, limit)
     if scratch_rows is not None:
-        return rows, scratch_rows, True
-    return rows, per_block, False
+        return rows, scratch_rows, True, limit
+    return rows, per_block, False, block
 
 
 #: Fewest rows per block along axis 0, when it is reduced, below which blocks are taken
@@ -154,10 +156,9 @@ def map_merge(
     wide, blocks follow a kept axis of a merged view instead (:class:`_Panels`), and
     ``partial`` is given that view's blocks and axes, not ``axes``.
     """
-    rows, per_block, scratch = _layout(xp, x, True)
+    rows, per_block, scratch, budget = _layout(xp, x, True)
     if not axes or per_block >= rows:
         return partial(x, axes, None)
-    budget = _backends.scratch_elements(xp, x) if scratch else _backends.block_elements(xp)
     panels = _Panels.plan(xp, x, axes, per_block, budget)
     if panels is not None:
         kept = reduced_shape(tuple(x.shape), axes, True)
@@ -209,10 +210,9 @@ def map_sum(
     ``inplace`` names the same step for the backend layer's in-place form, ``(kind,
     companion)`` (see ``_backends.write_elementwise``), used where the backend asks for it.
     """
-    rows, per_block, in_place = _layout(xp, x, inplace is not None and bool(axes))
+    rows, per_block, in_place, budget = _layout(xp, x, inplace is not None and bool(axes))
     if not axes or per_block >= rows:
         return rsum(xp, f(x, _whole), axes, keepdims, dtype)
-    budget = _backends.scratch_elements(xp, x) if in_place else _backends.block_elements(xp)
     panels = _Panels.plan(xp, x, axes, per_block, budget)
     if panels is not None:
         return _panel_sum(xp, x, axes, keepdims, dtype, f, inplace if in_place else None, panels)
@@ -224,18 +224,10 @@ def map_sum(
     for start in range(0, rows, per_block):
         stop = min(start + per_block, rows)  # no slice past the end: see map_merge
         block = x[start:stop, ...]
-        part = _rows(start, stop)
-        if scratch is not None and inplace is not None:
-            kind, companion = inplace
-            values = _backends.write_elementwise(
-                kind,
-                block,
-                scratch[: block.shape[0], ...],
-                None if companion is None else part(companion),
-            )
-            parts.append(totals(values))
-        else:
-            parts.append(rsum(xp, f(block, part), axes, True, dtype))
+        out = None if scratch is None else scratch[: block.shape[0], ...]
+        parts.append(
+            _block_sum(xp, block, _rows(start, stop), axes, dtype, f, inplace, out, totals)
+        )
         if 0 in axes and len(parts) == _FAN_IN:
             # Fold the block sums sixteen at a time: a tree, as accurate as rsum's own
             # blocks, that holds at most sixteen partial results at once.
@@ -261,19 +253,32 @@ def _panel_sum(
     scratch = None if inplace is None else panels.scratch(dtype, x.device)
     parts: list[Array] = []
     for start, stop, block in panels.blocks():
+        out = None if scratch is None else panels.scratch_view(scratch, block)
         part = panels.part(start, stop)
-        if scratch is not None and inplace is not None:
-            kind, companion = inplace
-            values = _backends.write_elementwise(
-                kind,
-                block,
-                panels.scratch_view(scratch, block),
-                None if companion is None else part(companion),
-            )
-            parts.append(totals(values))
-        else:
-            parts.append(rsum(xp, f(block, part), panels.over, True, dtype))
+        parts.append(_block_sum(xp, block, part, panels.over, dtype, f, inplace, out, totals))
     return panels.join(parts, reduced_shape(tuple(x.shape), axes, keepdims))
+
+
+def _block_sum(
+    xp: Namespace,
+    block: Array,
+    part: Part,
+    over: Axes,
+    dtype: Any,
+    f: Callable[[Array, Part], Array],
+    inplace: tuple[str, Array | None] | None,
+    out: Array | None,
+    totals: BlockTotals,
+) -> Array:
+    """One block's sum over ``over`` (kept): the in-place step written into ``out`` and
+    summed by ``totals`` where there is a buffer, else ``f`` summed by :func:`rsum`."""
+    if out is None or inplace is None:
+        return rsum(xp, f(block, part), over, True, dtype)
+    kind, companion = inplace
+    values = _backends.write_elementwise(
+        kind, block, out, None if companion is None else part(companion)
+    )
+    return totals(values)
 
 
 def square_sum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array | None:

@@ -194,10 +194,12 @@ def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Ar
         return _axis_by_axis(xp, functools.partial(xp.prod, dtype=dtype), x, axes, keepdims)
     if len(axes) > 1 and _backends.prod_staged_by_axis(xp):
         dims, over = merged_runs(tuple(x.shape), axes)
-        total = x if dims == tuple(x.shape) else _backends.staged(xp, xp.reshape(x, dims))
-        total = xp.astype(total, dtype, copy=False)
-        for a in reversed(over):
-            total = _backends.staged(xp, xp.prod(total, axis=a, keepdims=True, dtype=dtype))
+        view = x if dims == tuple(x.shape) else _backends.staged(xp, xp.reshape(x, dims))
+
+        def staged_prod(v: Array, axis: int, keepdims: bool) -> Array:
+            return _backends.staged(xp, xp.prod(v, axis=axis, keepdims=keepdims, dtype=dtype))
+
+        total = _axis_by_axis(xp, staged_prod, xp.astype(view, dtype, copy=False), over, True)
         return xp.reshape(total, reduced_shape(tuple(x.shape), axes, keepdims))
     return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
 
