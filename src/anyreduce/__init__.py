@@ -24,6 +24,7 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from ._lib._errors import AxisError
+from ._lib._threads import get_num_threads, set_num_threads
 from ._reductions import (
     reduce_l1,
     reduce_l2,
@@ -45,6 +46,7 @@ except _PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "AxisError",
     "__version__",
+    "get_num_threads",
     "reduce_l1",
     "reduce_l2",
     "reduce_log_sum",
@@ -55,4 +57,5 @@ __all__ = [
     "reduce_prod",
     "reduce_sum",
     "reduce_sum_square",
+    "set_num_threads",
 ]

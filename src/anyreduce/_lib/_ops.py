@@ -17,7 +17,7 @@ from typing import Any
 
 from array_api_compat import device as device_of
 
-from . import _backends, _dtypes, _small
+from . import _backends, _dtypes, _small, _threads
 from ._axes import reduced_shape
 from ._blocks import BlockTotals, Part, map_merge, map_sum, square_sum
 from ._kernels import (
@@ -375,8 +375,17 @@ def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array
         # axes divides by zero (dask 2026.8, full((0, 0, 1000), 1.0); dask/dask#12537).
         value = xp.asarray(op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
         return xp.asarray(xp.broadcast_to(value, shape), copy=True)
+    if axes and _backends.splits_over_threads(xp, x):
+        threaded = _threads.reduce(op.name, x, axes, keepdims, functools.partial(_by_name, xp))
+        if threaded is not None:
+            return threaded
     result = _backends.compiled(xp, _compute, op, axes, keepdims, xp)(x)
     return _backends.as_array(xp, result)
+
+
+def _by_name(xp: Namespace, name: str, x: Array, axes: Axes, keepdims: bool) -> Array:
+    """The operator ``name`` on non-empty ``x``, an array (for :mod:`._threads`)."""
+    return _backends.as_array(xp, _compute(OPS[name], axes, keepdims, xp, x))
 
 
 def _compute(op: Op, axes: Axes, keepdims: bool, xp: Namespace, x: Array) -> Array:
