@@ -7,6 +7,9 @@ here (``_SLAB_ELEMENTS``) so that the test data split as large data do.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,19 +20,29 @@ import pytest
 
 import anyreduce
 import reference
-from anyreduce._lib import _backends, _threads
+from anyreduce._lib import _backends, _small, _threads
 from backends import assert_result, make, np_dtype, to_numpy
 
 OPS = reference.OP_NAMES
 
 
 @pytest.fixture
-def split_small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Slabs of 64 elements, and three threads (uneven slabs on two cores too)."""
+def split_small(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Slabs of 64 elements, and three threads (uneven slabs on two cores too); the
+    general kernels only (NumPy's small-input path takes data of up to 4096 elements)."""
     monkeypatch.setattr(_threads, "_SLAB_ELEMENTS", 64)
+    runs: list[str] = []
+    run = _threads._run
+
+    def spy(compute: Any, name: str, *args: Any) -> Any:
+        runs.append(name)
+        return run(compute, name, *args)
+
+    monkeypatch.setattr(_threads, "_run", spy)
     previous = anyreduce.set_num_threads(3)
     try:
-        yield
+        with _small.general_only():
+            yield runs
     finally:
         anyreduce.set_num_threads(previous)
 
@@ -62,12 +75,12 @@ def _data(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
     return values
 
 
-@pytest.mark.usefixtures("split_small")
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "bool"])
 @pytest.mark.parametrize(("shape", "axes", "keepdims"), _CASES, ids=str)
 @pytest.mark.parametrize("op", OPS)
 def test_split_reductions_give_the_contract_answer(
     xp: Any,
+    split_small: list[str],
     dtype_available: Any,
     op: str,
     shape: tuple[int, ...],
@@ -94,6 +107,9 @@ def test_split_reductions_give_the_contract_answer(
     out_shape = tuple(
         (1 if i in axes else n) for i, n in enumerate(shape) if keepdims or i not in axes
     )
+    if type(result) is np.ndarray and op not in _threads._DOT_SUMS:
+        merged = len(axes) == len(shape)
+        assert split_small or (merged and dtype not in ("float32", "float64")), "not split"
     if dtype not in ("float32", "float64"):
         assert_result(result, xp, dtype, out_shape, expected)
         return
@@ -239,7 +255,9 @@ def test_reductions_from_many_threads_at_once() -> None:
     for i, g in enumerate(got):
         np.testing.assert_allclose(g, expected[i % 8], rtol=2.0**-21)
     on_pool = _threads._executor(2).submit(anyreduce.reduce_sum, data[0], 1).result()
-    np.testing.assert_allclose(on_pool, np.sum(data[0], axis=1, keepdims=True), rtol=1e-6)
+    exact = np.sum(data[0].astype(np.float64), axis=1, keepdims=True)
+    bound = 8 * 2.0**-23 * np.sum(np.abs(data[0]).astype(np.float64), axis=1, keepdims=True)
+    assert np.all(np.abs(on_pool - exact) <= bound)
 
 
 def test_set_num_threads_checks_and_returns_the_old_value(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -262,3 +280,42 @@ def test_set_num_threads_checks_and_returns_the_old_value(monkeypatch: pytest.Mo
         assert anyreduce.get_num_threads() >= 1
     finally:
         anyreduce.set_num_threads(previous)
+
+
+_FORK_SCRIPT = """
+import multiprocessing, numpy as np, anyreduce
+from anyreduce._lib import _small, _threads
+_threads._SLAB_ELEMENTS = 64
+anyreduce.set_num_threads(2)  # one slab handed to the pool: none would take it
+x = np.ones((40, 60), dtype=np.float32)
+with _small.general_only():
+    anyreduce.reduce_l2(x, None)  # the parent's pool exists now
+    assert _threads._pool is not None
+
+    def child(queue):
+        queue.put(float(np.asarray(anyreduce.reduce_l2(x, None, keepdims=False))))
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=child, args=(queue,))
+    process.start()
+    process.join(20)
+    assert process.exitcode == 0, "the child did not finish"
+    print(queue.get(timeout=5))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_forked_child_makes_its_own_pool() -> None:
+    """The parent's pool threads do not exist in a child made by fork: work handed to them
+    would wait forever. The child must make its own pool. (In a fresh interpreter: this
+    one has imported libraries that warn about forking a threaded process.)"""
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", _FORK_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) == pytest.approx(float(np.sqrt(2400.0)))

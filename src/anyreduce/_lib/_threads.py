@@ -72,6 +72,19 @@ _pool_size = 0
 _local = threading.local()
 
 
+def _forget_pool() -> None:
+    """In a child made by ``fork``: the parent's pool threads do not exist there, and
+    work handed to them would never run; the child makes its own pool when it needs one."""
+    global _lock, _pool, _pool_size  # noqa: PLW0603 - one pool per process
+    _lock = threading.Lock()
+    _pool = None
+    _pool_size = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
