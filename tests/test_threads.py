@@ -31,6 +31,8 @@ def split_small(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Slabs of 64 elements, and three threads (uneven slabs on two cores too); the
     general kernels only (NumPy's small-input path takes data of up to 4096 elements)."""
     monkeypatch.setattr(_threads, "_SLAB_ELEMENTS", 64)
+    monkeypatch.setattr(_threads, "_SHORTEST_RUN", 1)
+    monkeypatch.setattr(_threads, "_SHORTEST_REDUCTION", 1)
     runs: list[str] = []
     run = _threads._run
 
@@ -198,6 +200,25 @@ def test_numpy_merges_slabs_when_every_axis_is_reduced() -> None:
         # differ from one pass.
         for dtype in (np.int32, np.float16):
             assert _threads.reduce("reduce_sum", x.astype(dtype), (0, 1), False, compute) is None
+    finally:
+        anyreduce.set_num_threads(previous)
+
+
+def test_numpy_narrow_rows_split_along_the_reduced_axis_or_not_at_all() -> None:
+    """Columns of narrow rows would lose NumPy's regrouped forms, and short reductions
+    give results as large as the data: neither is split along a kept axis."""
+    previous = anyreduce.set_num_threads(2)
+    try:
+        calls, compute = _recording()
+        points = np.ones((2**20, 3), dtype=np.float32)
+        result = _threads.reduce("reduce_max", points, (0,), True, compute)
+        assert result is not None
+        assert result.shape == (1, 3)
+        # Two slabs of whole rows, each reduced over axis 0, then their maxima merged.
+        assert sorted(shape for _, shape, _ in calls) == [(2, 3), (2**19, 3), (2**19, 3)]
+        calls.clear()
+        assert _threads.reduce("reduce_max", points, (1,), True, compute) is None
+        assert calls == []
     finally:
         anyreduce.set_num_threads(previous)
 
