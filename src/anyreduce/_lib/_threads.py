@@ -11,7 +11,8 @@ every NumPy loop, so plain Python threads over views suffice.
 Only NumPy's own ``ndarray`` is split: PyTorch and XLA thread their kernels already, Dask
 schedules chunks on its own threads, and array-api-strict exists for checking. Data are
 split along a kept axis (each result element is then computed exactly as without threads),
-or, when every axis is reduced, into slabs whose partial results are merged by the
+or, when every axis is reduced or no kept axis leaves long contiguous runs, into slabs
+whose partial results are merged by the
 operator that composes with itself (a sum of sums, a maximum of maxima, an L2 norm of L2
 norms, a LogSumExp of LogSumExps); the mean and LogSum merge sums and finish once.
 
