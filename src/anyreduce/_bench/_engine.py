@@ -41,6 +41,8 @@ RATIO_TARGET = 1.5
 LOG_RATIO_TARGET = 4.0
 MEMORY_TARGET = 0.10  # of the input's size
 SMALL_OVERHEAD_TARGET_US = 5.0
+#: Rounds of the small-input group per ``Settings.repeats`` (see :func:`_small`).
+SMALL_ROUNDS_PER_REPEAT = 2
 #: "Never slower than" is judged with this allowance for run-to-run noise.
 NOISE = 1.05
 
@@ -113,13 +115,17 @@ class _Contender:
         return float(np.median(self.times)) if self.times else math.nan
 
 
-def _time_rounds(contenders: list[_Contender], repeats: int, budget_s: float) -> None:
-    _time_units([contenders], repeats, budget_s)
-
-
-def _time_units(units: list[list[_Contender]], repeats: int, budget_s: float) -> None:
+def _time_units(
+    units: list[list[_Contender]],
+    repeats: int,
+    budget_s: float,
+    warm_up: Callable[[_Contender], bool] | None = None,
+) -> None:
     """Rounds of one call per contender, each unit's calls back to back; every other
     round takes each unit in reverse order, so no contender always follows another.
+
+    An untimed call of each contender (of those ``warm_up`` selects; all by default)
+    comes first: JAX compiles, onnxruntime allocates, caches and lazy imports fill.
 
     Between calls of different libraries (a backend, onnxruntime) the loop pauses for
     ``_SETTLE_S``: thread pools (XLA's, PyTorch's) keep their threads busy for a moment
@@ -128,9 +134,10 @@ def _time_units(units: list[list[_Contender]], repeats: int, budget_s: float) ->
     ``torch.sum`` and 4.4-4.7 ms 5 or 20 ms later. OpenBLAS's threads spin for longer
     (see ``anyreduce._commands.bench.QUIET_BLAS``).
     """
-    for unit in units:  # warm-up: compilation, caches, lazy imports
+    for unit in units:
         for c in unit:
-            c.sync(c.fn())
+            if warm_up is None or warm_up(c):
+                c.sync(c.fn())
     start = time.perf_counter()
     previous = None
     for r in range(repeats):
@@ -140,7 +147,7 @@ def _time_units(units: list[list[_Contender]], repeats: int, budget_s: float) ->
                     time.sleep(_SETTLE_S)
                 previous = c.library
                 c.times.append(c.call())
-        if r >= 2 and time.perf_counter() - start > budget_s:
+        if r + 1 >= min(3, repeats) and time.perf_counter() - start > budget_s:
             break
 
 
@@ -209,12 +216,15 @@ def _units(
     axes: Axes | None,
     data: dict[str, np.ndarray],
     arrays: dict[str, dict[str, Any]],
+    every_native: bool = True,
 ) -> list[list[_Contender]]:
     """Per backend and operator, the contenders timed back to back: the backend's plain
     sum, ours, its native expressions and onnxruntime's kernel.
 
     Units of one backend follow each other, so no backend's call runs right after
-    another's (whose thread pool may still be busy; see :func:`_time_units`).
+    another's (whose thread pool may still be busy; see :func:`_time_units`). Where the
+    targets are not judged (dtypes other than :data:`JUDGED_DTYPE`) only the first
+    native expression of each operator is timed (see :func:`_rounds`).
     """
     import anyreduce
 
@@ -236,13 +246,35 @@ def _units(
                 _Contender((b.name, op, "sum", "sum"), plain, b.sync),
                 _Contender((b.name, op, "ours", "anyreduce"), ours, b.sync),
             ]
-            for label, make in b.native.get(op, {}).items():
+            natives = list(b.native.get(op, {}).items())
+            for label, make in natives if every_native else natives[:1]:
                 unit.append(_Contender((b.name, op, "native", label), make(xo, axes), b.sync))
             kernel = kernels[op]
             if kernel is not None:
                 unit.append(_Contender((b.name, op, "ort", "onnxruntime"), kernel, id))
             units.append(unit)
     return units
+
+
+#: The dtype whose large-input targets are judged; the others are reported.
+JUDGED_DTYPE = "float32"
+#: Libraries that compile nothing and whose kernels need no first call per dtype: once
+#: their judged groups have run, the unjudged groups skip their warm-up calls (a third
+#: of each float16 group's time, most of it NumPy's float16 loops; JAX compiles per
+#: dtype and onnxruntime builds a session per group, so theirs stay).
+EAGER = ("numpy", "torch")
+
+
+def _rounds(settings: Settings, judged: bool) -> int:
+    """Timing rounds of a large-input group: ``settings.repeats`` where targets are judged,
+    a third of them (at least 2) elsewhere.
+
+    float16 calls take 5-40x their float32 time on the CPU (NumPy's float16 sum of
+    (4096, 8192) over axis 0: 250 ms; SciPy's logsumexp 2.6 s): a round of the float16
+    group over the first axis took 15-26 s, and with 3 rounds, every native expression
+    and the warm-up round, the three float16 groups took 197 s of a 376 s run (2 cores).
+    """
+    return settings.repeats if judged else max(2, settings.repeats // 3)
 
 
 def _paired(ours: _Contender, anchor: _Contender) -> float:
@@ -259,16 +291,24 @@ def _large_group(
     arrays: dict[str, dict[str, Any]],
     progress: Progress,
     kind: str = "normal",
+    warmed: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
+    """Time one group (a dtype and an axis choice) and judge its records.
+
+    Contenders of the libraries in ``warmed`` get no warm-up call where targets are not
+    judged (see :data:`EAGER`).
+    """
     import anyreduce
 
     shape = data["normal"].shape
     axes = _axes_choice(axes_name, len(shape))
-    units = _units(settings, backends, axes, data, arrays)
+    judged = dtype == JUDGED_DTYPE
+    units = _units(settings, backends, axes, data, arrays, every_native=judged)
     contenders = [c for unit in units for c in unit]
-    repeats = settings.repeats if dtype == "float32" else max(3, settings.repeats // 2)
+    repeats = _rounds(settings, judged)
     t0 = time.perf_counter()
-    _time_units(units, repeats, settings.group_budget_s)
+    cold = None if judged else (lambda c: c.library not in warmed)
+    _time_units(units, repeats, settings.group_budget_s, cold)
     progress(
         f"  {dtype} {axes_name:<5} {'' if kind == 'normal' else kind + ' '}"
         f"{len(contenders)} contenders x "
@@ -307,13 +347,11 @@ def _large_group(
                 "vs_native": _paired(ours, best) if best else None,
                 "vs_onnxruntime": _paired(ours, ort) if ort else None,
             }
-            # Memory is judged on float32 only; measuring it costs a profiled call each.
+            # Memory is judged on float32 only, and measured for ours only: it costs a
+            # profiled call each (the natives' took about 12 s of a 5-minute run).
             if settings.memory and b.memory is not None and dtype == "float32":
                 fn = _caller(getattr(anyreduce, op), _array(arrays[b.name], op), axes)
                 record["extra_bytes"] = peak_extra_bytes(b.name, fn)
-                record["native_extra_bytes"] = (
-                    peak_extra_bytes(b.name, best.fn) if best is not None else None
-                )
                 record["extra_fraction"] = record["extra_bytes"] / nbytes
             records.append(_judge(record, settings))
     return records
@@ -321,7 +359,7 @@ def _large_group(
 
 def _judge(record: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """Mark which targets of the issue a large record meets (None: no target applies)."""
-    if settings.quick or record["dtype"] != "float32" or record.get("data") in REPORTED_ONLY:
+    if settings.quick or record["dtype"] != JUDGED_DTYPE or record.get("data") in REPORTED_ONLY:
         record["target_vs_sum"] = None
         record["meets"] = None
         return record
@@ -340,6 +378,16 @@ def _judge(record: dict[str, Any], settings: Settings) -> dict[str, Any]:
 
 
 def _small(settings: Settings, backends: list[Backend], progress: Progress) -> list[dict[str, Any]]:
+    """Per-call time on the small input, each operator timed back to back with the
+    backend's own sum and its first native expression; the overhead is the median over
+    rounds of the difference within a round (as the large ratios are paired).
+
+    A sample is ``settings.small_calls`` calls, and the group runs
+    ``SMALL_ROUNDS_PER_REPEAT`` times ``settings.repeats`` rounds: a sample takes 1-10 ms,
+    and the differences are a few microseconds per call against a machine whose speed
+    drifts by tens of percent (two medians taken apart put PyTorch's own sum at 6.8 and
+    3.5 us a call in two runs).
+    """
     import anyreduce
 
     ops = _ops(settings)
@@ -351,25 +399,33 @@ def _small(settings: Settings, backends: list[Backend], progress: Progress) -> l
     n = settings.small_calls
     for b in backends:
         x = b.convert(data)
-        contenders = [_Contender((b.name, "", "sum", "sum"), b.plain_sum(x, axes), b.sync)]
+        units = []
         for op in ops:
-            fn = getattr(anyreduce, op)
-            contenders.append(
-                _Contender((b.name, op, "ours", "anyreduce"), _caller(fn, x, axes), b.sync)
-            )
+            unit = [
+                _Contender((b.name, op, "sum", "sum"), b.plain_sum(x, axes), b.sync),
+                _Contender(
+                    (b.name, op, "ours", "anyreduce"),
+                    _caller(getattr(anyreduce, op), x, axes),
+                    b.sync,
+                ),
+            ]
             natives = b.native.get(op, {})
             if natives:
                 label, make = next(iter(natives.items()))
-                contenders.append(_Contender((b.name, op, "native", label), make(x, axes), b.sync))
-        for c in contenders:  # time n calls per sample: one call is below the clock's grain
-            c.fn = _repeated(c.fn, c.sync, n)
-            c.sync = id
-        _time_rounds(contenders, settings.repeats, settings.group_budget_s)
-        plain = contenders[0].median / n * 1e6
-        index = {c.key[1:3]: c for c in contenders}
-        for op in ops:
-            ours_us = index[(op, "ours")].median / n * 1e6
-            native = index.get((op, "native"))
+                unit.append(_Contender((b.name, op, "native", label), make(x, axes), b.sync))
+            for c in unit:  # time n calls per sample: one call is below the clock's grain
+                c.fn = _repeated(c.fn, c.sync, n)
+                c.sync = id
+            units.append(unit)
+        _time_units(units, settings.repeats * SMALL_ROUNDS_PER_REPEAT, settings.group_budget_s)
+        per_call = 1e6 / n
+        plain = float(np.median([t for unit in units for t in unit[0].times])) * per_call
+        for op, unit in zip(ops, units, strict=True):
+            sum_c, ours = unit[0], unit[1]
+            native = unit[2] if len(unit) > 2 else None
+            overhead = float(
+                np.median([a - s for a, s in zip(ours.times, sum_c.times, strict=True)])
+            )
             record: dict[str, Any] = {
                 "size": "small",
                 "backend": b.name,
@@ -377,15 +433,16 @@ def _small(settings: Settings, backends: list[Backend], progress: Progress) -> l
                 "shape": list(settings.small_shape),
                 "axes": str(list(axes)),
                 "op": op,
-                "ours_us": ours_us,
+                "ours_us": ours.median * per_call,
                 "sum_us": plain,
-                "native_us": native.median / n * 1e6 if native else None,
+                "native_us": native.median * per_call if native else None,
                 "native": native.key[3] if native else None,
-                "overhead_us": ours_us - plain,
+                "overhead_us": overhead * per_call,
             }
             applies = not settings.quick and b.name in ("numpy", "torch")
             record["target_overhead_us"] = SMALL_OVERHEAD_TARGET_US if applies else None
-            record["meets"] = (ours_us - plain <= SMALL_OVERHEAD_TARGET_US) if applies else None
+            met = record["overhead_us"] <= SMALL_OVERHEAD_TARGET_US
+            record["meets"] = met if applies else None
             records.append(record)
     progress(f"  small {settings.small_shape}: {time.perf_counter() - t0:.1f} s")
     return records
@@ -462,6 +519,7 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
     missing = [n for n in names if n not in {b.name for b in backends}]
     start = time.perf_counter()
     large: list[dict[str, Any]] = []
+    warmed: frozenset[str] = frozenset()
     for dtype in settings.dtypes:
         data = _data(settings, settings.shape, dtype)
         arrays = {
@@ -470,7 +528,11 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
             if dtype in b.dtypes
         }
         for axes_name in settings.axes:
-            large += _large_group(settings, backends, dtype, axes_name, data, arrays, progress)
+            large += _large_group(
+                settings, backends, dtype, axes_name, data, arrays, progress, warmed=warmed
+            )
+        if dtype == JUDGED_DTYPE:
+            warmed = frozenset(b.name for b in backends if b.name in EAGER and b.name in arrays)
         del arrays
         gc.collect()
     masked = _masked(settings, backends, progress)
