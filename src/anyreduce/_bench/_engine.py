@@ -386,7 +386,7 @@ def _small(settings: Settings, backends: list[Backend], progress: Progress) -> l
     ``SMALL_ROUNDS_PER_REPEAT`` times ``settings.repeats`` rounds: a sample takes 1-10 ms,
     and the differences are a few microseconds per call against a machine whose speed
     drifts by tens of percent (two medians taken apart put PyTorch's own sum at 6.8 and
-    3.5 us a call in two runs).
+    3.1 us a call in two runs).
     """
     import anyreduce
 
