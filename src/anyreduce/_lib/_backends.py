@@ -1037,7 +1037,7 @@ def _write_numpy(kind: str, block: Array, out: Array, companion: Array | None) -
         msg = "exp_shift needs the shift"
         raise ValueError(msg)
     _numpy_subtract_rows(block, companion, out)
-    if not _numpy_exp2_is_vectorised() or not _exp2_is_fast(np, out):
+    if not _exp2_is_fast(np, out):
         return np.exp(out, out=out)
     np.multiply(out, out.dtype.type(_LOG2_E), out=out)
     return np.exp2(out, out=out)
@@ -1110,13 +1110,17 @@ def _numpy_exp2_is_vectorised() -> bool:
 def _exp2_is_fast(np: Any, differences: Any) -> bool:
     """Whether NumPy's exp2 of ``differences * log2(e)`` stays on its vectorised path.
 
-    NumPy's exp2 leaves it for results that are subnormal or zero: 32M float32 exponents
-    near -130 took 1.1 s against 7-13 ms for exponents in [-20, 0], and exponents of
-    -1e4, -inf or -1e9 (masked logits) 100-180 ms, where exp takes 15-19 ms whatever the
-    values (numpy 2.4). So exp2 is used only where every difference is finite and above
-    log of the smallest normal number (with a margin for the product's rounding); the
-    check is one more pass over the cached block, 3.4 ms per 32M float32 values.
+    Never where this CPU has no such path (:func:`_numpy_exp2_is_vectorised`): there the
+    values are not looked at. Elsewhere, NumPy's exp2 leaves it for results that are
+    subnormal or zero: 32M float32 exponents near -130 took 1.1 s against 7-13 ms for
+    exponents in [-20, 0], and exponents of -1e4, -inf or -1e9 (masked logits) 100-180
+    ms, where exp takes 15-19 ms whatever the values (numpy 2.4). So exp2 is used only
+    where every difference is finite and above log of the smallest normal number (with a
+    margin for the product's rounding); the check is one more pass over the cached
+    block, 3.4 ms per 32M float32 values.
     """
+    if not _numpy_exp2_is_vectorised():
+        return False
     if differences.size == 0:
         return True
     floor = math.log(float(np.finfo(differences.dtype).smallest_normal)) + 1.0
@@ -1144,7 +1148,7 @@ def exp_of_difference(xp: Namespace, x: Array, shift: Array) -> Array:
         import numpy as np
 
         difference = x - shift
-        if not _numpy_exp2_is_vectorised() or not _exp2_is_fast(np, difference):
+        if not _exp2_is_fast(np, difference):
             return np.exp(difference)
         # A Python float factor makes NumPy 2.4 run a casting loop: 1.3 ms against 0.19 ms
         # for a (32, 8192) float32 block.
