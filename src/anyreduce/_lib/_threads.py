@@ -231,12 +231,12 @@ def reduce(name: str, x: Array, axes: Axes, keepdims: bool, compute: Compute) ->
     ``x`` is a NumPy ``ndarray`` with no zero-length axis and ``axes`` non-empty and
     normalised.
     """
-    if getattr(_local, "worker", False):
+    slabs = x.size // _SLAB_ELEMENTS  # most calls stop here, before the lock and the rest
+    if slabs < 2 or getattr(_local, "worker", False):
         return None
     import numpy as np
 
-    size = math.prod(x.shape)
-    parts = min(get_num_threads(), size // _SLAB_ELEMENTS)
+    parts = min(get_num_threads(), slabs)
     if parts < 2:
         return None
     if name in _DOT_SUMS and _backends.leading_sum_kernel(np, x, axes, x.dtype) is not None:
