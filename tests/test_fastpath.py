@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tracemalloc
 
 import numpy as np
@@ -160,3 +161,72 @@ def test_torch_scratch_only_for_plain_eager_tensors(monkeypatch: pytest.MonkeyPa
     assert _backends.scratch_rows(np, np.ones((3, 4))) == 1
     assert _backends.scratch_rows(np, np.ma.ones((3, 4))) is None
     assert _backends.scratch_rows(np, np.ones((1, 4))) is None
+
+
+# The lean NumPy loop for L1 (``_numpy_loops``): blocks of 2**13 elements, so that each
+# layout runs several blocks, a partial last block and nested column dots.
+_LEAN_CASES = {
+    "trailing": ((300, 7, 256), (1, 2)),  # rows of 1792 = 14 dots, 4 rows a block
+    "leading": ((1000, 512), (0,)),  # 16 rows a block, 8 left over, 63 block sums
+    "every": ((10007, 9), (0, 1)),  # 10 rows of 8192 and 8143 values left over
+}
+
+
+@pytest.mark.parametrize("case", list(_LEAN_CASES))
+@pytest.mark.parametrize("kind", ["constant", "signed"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numpy_l1_lean_loop_holds_the_bound(
+    case: str, kind: str, dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anyreduce._lib import _numpy_loops
+
+    monkeypatch.setattr(_backends, "block_elements", lambda xp: 2**13)
+    taken: list[bool] = []
+    lean = _numpy_loops.abs_sum
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        result = lean(*args)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(_numpy_loops, "abs_sum", spy)
+    shape, axes = _LEAN_CASES[case]
+    rng = np.random.default_rng(3)
+    # 0.1 everywhere is the worst case for terms added one after the other.
+    host = np.full(shape, 0.1) if kind == "constant" else rng.standard_normal(shape) * 100
+    x = host.astype(dtype)
+    got = anyreduce.reduce_l1(x, list(axes), keepdims=False)  # below the threads' slabs
+    assert taken == [True]
+    exact = _exact_abs_sums(x, axes)
+    eps = float(np.finfo(dtype).eps)
+    assert got.dtype == x.dtype
+    assert got.shape == exact.shape
+    assert np.all(np.abs(got - exact) <= 8 * eps * exact)
+
+
+def _exact_abs_sums(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    kept = [a for a in range(x.ndim) if a not in axes]
+    slices = np.abs(np.transpose(x, (*kept, *axes))).astype(np.float64)
+    slices = slices.reshape(-1, math.prod(x.shape[a] for a in axes))
+    sums = [math.fsum(row) for row in slices.tolist()]
+    return np.array(sums).reshape([x.shape[a] for a in kept])
+
+
+def test_numpy_l1_lean_loop_declines_other_layouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from anyreduce._lib._numpy_loops import abs_sum
+
+    monkeypatch.setattr(_backends, "block_elements", lambda xp: 2**13)
+    x = np.random.default_rng(4).standard_normal((64, 20, 256)).astype(np.float32)
+    assert abs_sum(x, (1, 2), False, x.dtype) is not None
+    assert abs_sum(x, (1,), False, x.dtype) is None  # a middle axis
+    assert abs_sum(np.asfortranarray(x), (1, 2), False, x.dtype) is None  # no matrix view
+    assert abs_sum(x, (1, 2), False, np.dtype(np.float64)) is None  # widened: general loop
+    assert abs_sum(x.astype(np.float16), (1, 2), False, np.dtype(np.float16)) is None
+    assert abs_sum(x[:, :, :100], (2,), False, x.dtype) is None  # rows not whole dots
+    assert abs_sum(x, (0,), False, x.dtype) is None  # 16 rows of 5120 exceed a block
+    assert abs_sum(x[:4, :4], (0, 1, 2), False, x.dtype) is None  # one block: plain sum
+    # Every result the general loop gives, whichever path is taken.
+    for axes in [(0,), (1,), (2,), (1, 2), (0, 1), (0, 1, 2)]:
+        got = anyreduce.reduce_l1(x, list(axes), keepdims=True)
+        exact = np.sum(np.abs(x.astype(np.float64)), axis=axes, keepdims=True)
+        assert np.allclose(got, exact, rtol=1e-6, atol=0)

@@ -184,6 +184,29 @@ def test_numpy_splits_large_data_along_a_kept_axis() -> None:
         anyreduce.set_num_threads(previous)
 
 
+def test_numpy_l1_over_axis_0_splits_whole_rows() -> None:
+    """L1 reduces C-ordered rows in slabs of whole rows, merged by a sum: its block loop
+    reads contiguous rows faster than the strided rows of half the columns."""
+    previous = anyreduce.set_num_threads(2)
+    try:
+        calls, compute = _recording()
+        x = np.ones((1024, 2048), dtype=np.float32)
+        result = _threads.reduce("reduce_l1", x, (0,), False, compute)
+        assert result is not None
+        assert result.shape == (2048,)
+        assert [(name, shape) for name, shape, _ in calls] == [
+            ("reduce_l1", (512, 2048)),
+            ("reduce_l1", (512, 2048)),
+            ("reduce_sum", (2, 2048)),
+        ]
+        calls.clear()
+        # Strided data keep the split along a kept axis.
+        assert _threads.reduce("reduce_l1", np.asfortranarray(x), (0,), True, compute) is not None
+        assert sorted(shape for _, shape, _ in calls) == [(1024, 1024), (1024, 1024)]
+    finally:
+        anyreduce.set_num_threads(previous)
+
+
 def test_numpy_merges_slabs_when_every_axis_is_reduced() -> None:
     previous = anyreduce.set_num_threads(2)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 from array_api_compat import device as device_of
 
-from . import _backends, _dtypes, _small, _threads
+from . import _backends, _dtypes, _numpy_loops, _small, _threads
 from ._axes import reduced_shape
 from ._blocks import BlockTotals, Part, map_merge, map_sum, square_sum
 from ._kernels import (
@@ -90,6 +90,9 @@ def _l1(x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, dtype: Any) -> A
     if _dtypes.is_integer(xp, dtype):
         return map_sum(xp, x, axes, keepdims, x.dtype, lambda b, _: int_abs(xp, b, dtype))
     acc = _dtypes.compute_float(xp, dtype)
+    lean = _numpy_loops.abs_sum(x, axes, keepdims, acc)
+    if lean is not None:
+        return _cast(xp, lean, dtype)
     magnitude = _backends.abs_with_zero_subgradient(xp)
     total = map_sum(xp, x, axes, keepdims, acc, lambda b, _: magnitude(b), inplace=("abs", None))
     return _cast(xp, total, dtype)
