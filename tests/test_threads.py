@@ -184,9 +184,10 @@ def test_numpy_splits_large_data_along_a_kept_axis() -> None:
         anyreduce.set_num_threads(previous)
 
 
-def test_numpy_l1_over_axis_0_splits_whole_rows() -> None:
-    """L1 reduces C-ordered rows in slabs of whole rows, merged by a sum: its block loop
-    reads contiguous rows faster than the strided rows of half the columns."""
+def test_numpy_norms_over_axis_0_split_whole_rows() -> None:
+    """L1, SumSquare and L2 reduce C-ordered rows in slabs of whole rows, then merge them:
+    their block loops read contiguous rows faster than the strided rows of half the
+    columns."""
     previous = anyreduce.set_num_threads(2)
     try:
         calls, compute = _recording()
@@ -199,6 +200,9 @@ def test_numpy_l1_over_axis_0_splits_whole_rows() -> None:
             ("reduce_l1", (512, 2048)),
             ("reduce_sum", (2, 2048)),
         ]
+        calls.clear()
+        assert _threads.reduce("reduce_l2", x, (0,), False, compute) is not None
+        assert [name for name, _, _ in calls] == ["reduce_l2"] * 3
         calls.clear()
         # Strided data keep the split along a kept axis.
         assert _threads.reduce("reduce_l1", np.asfortranarray(x), (0,), True, compute) is not None
