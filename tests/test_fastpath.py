@@ -230,3 +230,51 @@ def test_numpy_l1_lean_loop_declines_other_layouts(monkeypatch: pytest.MonkeyPat
         got = anyreduce.reduce_l1(x, list(axes), keepdims=True)
         exact = np.sum(np.abs(x.astype(np.float64)), axis=axes, keepdims=True)
         assert np.allclose(got, exact, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [((300, 7, 256), (1, 2)), ((64, 8192), (1,)), ((10007, 9), (0, 1)), ((40, 2048), (0, 1))],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numpy_log_sum_exp_lean_loop_gives_the_general_values(
+    shape: tuple[int, ...], axes: tuple[int, ...], dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bit for bit, special rows included: all -inf, one +inf, one NaN, large values."""
+    from anyreduce._lib import _numpy_loops
+
+    monkeypatch.setattr(_backends, "block_elements", lambda xp: 2**13)
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 30).astype(dtype)
+    flat = x.reshape(-1)
+    every = len(axes) == len(shape)
+    width = 1000 if every else math.prod(shape[a] for a in axes)
+    flat[:width] = -np.inf  # the first row (over every axis, the first values)
+    flat[7 * width : 8 * width] += 1000.0
+    if not every:  # over every axis either would be the whole result
+        flat[3 * width + 5] = np.inf
+        flat[5 * width + 1] = np.nan
+    lean = _numpy_loops.shifted_exp_rows
+    taken: list[bool] = []
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        result = lean(*args)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(_numpy_loops, "shifted_exp_rows", spy)
+    got = anyreduce.reduce_log_sum_exp(x, list(axes))
+    assert taken == [True]
+    monkeypatch.setattr(_numpy_loops, "shifted_exp_rows", lambda *args: None)
+    general = anyreduce.reduce_log_sum_exp(x, list(axes))
+    assert got.dtype == general.dtype
+    np.testing.assert_array_equal(got, general)
+    if every:
+        assert np.isfinite(got).all()
+    else:
+        rows = got.reshape(-1)
+        assert rows[0] == -np.inf
+        assert rows[3] == np.inf
+        assert np.isnan(rows[5])
+        assert np.isfinite(rows[7])

@@ -1,4 +1,4 @@
-"""Sums of |x| of large NumPy arrays in a block loop of three NumPy calls a block.
+"""Blocked loops for large NumPy arrays with a few NumPy calls a block: L1 and LogSumExp.
 
 The general blocked loop (``_blocks.map_sum`` with ``_blocks.BlockTotals``) makes about
 40 Python calls a block around its arithmetic (views, plans, wrappers). On one thread
@@ -8,7 +8,7 @@ rounds, numpy 2.4.6, OpenBLAS 0.3.31, 2 cores): over every axis 13.1 -> 9.0 ms, 
 the last axis 11.8 -> 8.6 ms, over axis 0 15.2 -> 10.7 ms (with the row slabs of
 ``_threads._ROW_SLABS``); ``np.sum`` took 8-10 ms.
 
-The arithmetic is the general loop's: |x| written into a reused buffer of
+The arithmetic is the general loop's. For L1: |x| written into a reused buffer of
 ``_backends.block_elements`` elements, then summed by BLAS dot products with a vector of
 ones (``_DOT`` terms a dot along a row, ``_ROWS`` rows a dot down a column, nested) and
 NumPy's pairwise sums, so the error bound is the same.
@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _backends
 
-__all__ = ["abs_sum"]
+__all__ = ["abs_sum", "shifted_exp_rows"]
 
 Array = Any
 Axes = tuple[int, ...]
@@ -148,3 +148,80 @@ def _columns(values: Array, ones: Array) -> Array:
             sums[0] += np.add.reduce(values[head:], 0)
         values = sums
     return np.add.reduce(values, 0)
+
+
+def shifted_exp_rows(y: Array, axes: Axes) -> tuple[Array, Array, bool] | None:
+    """LogSumExp's statistics of a NumPy float32 or float64 ``y`` over a trailing run of
+    axes (or all), by rows of a matrix view: ``(shifts, sums, merge)``, the shift of each
+    row (its maximum, 0 where that is not finite) and the sum of exp(row - shift), as
+    columns. ``merge`` is true where ``axes`` are every axis: the rows' statistics are
+    then to be merged into one. None where the general loop applies.
+
+    The general loop's steps (``_ops._shifted_exps``) with fewer calls a block, the same
+    values bit for bit: float32 (4096, 8192) on two threads took 45.7 against 50.4 ms
+    over the last axis and 43.5 against 53.6 ms over every axis (medians of 15
+    interleaved rounds; numpy 2.4.6, 2 cores, where exp alone takes 61 ms on one).
+    """
+    if type(y) is not np.ndarray or y.dtype not in _FLOATS or not axes:
+        return None
+    block = _backends.block_elements(np)
+    if block is None or y.size <= block:
+        return None
+    ndim, count = y.ndim, len(axes)
+    if count == ndim:
+        try:
+            flat = np.reshape(y, (-1,), copy=False)
+        except ValueError:
+            return None
+        head = flat.size - flat.size % _FLAT_ROW
+        rows = _shifted_exp_trailing(flat[:head].reshape(-1, _FLAT_ROW), block)
+        if rows is None:
+            return None
+        shifts, sums = rows
+        if head < flat.size:
+            tail = _shifted_exp_tail(flat[head:])
+            shifts = np.concatenate([shifts, tail[0]])
+            sums = np.concatenate([sums, tail[1]])
+        return shifts, sums, True
+    if axes != tuple(range(ndim - count, ndim)):
+        return None
+    rows = _shifted_exp_trailing(_matrix(y, ndim - count), block)
+    return None if rows is None else (*rows, False)
+
+
+def _shifted_exp_trailing(matrix: Array | None, block: int) -> tuple[Array, Array] | None:
+    if matrix is None:
+        return None
+    rows, width = matrix.shape
+    if width % _DOT or width > block:
+        return None
+    dots = width // _DOT
+    per_block = block // width
+    dtype = matrix.dtype
+    buffer = np.empty((per_block, width), dtype=dtype)
+    pieces = buffer.reshape(per_block * dots, _DOT)
+    products = np.empty(per_block * dots, dtype=dtype)
+    ones = np.ones(_DOT, dtype=dtype)
+    shifts = np.empty((rows, 1), dtype=dtype)
+    sums = np.empty((rows, 1), dtype=dtype)
+    maximum, isfinite, matmul, add = np.maximum.reduce, np.isfinite, np.matmul, np.add.reduce
+    write = _backends.write_elementwise
+    with _backends.computing(np):  # exp(-inf) = 0 and NaN by IEEE rules, unwarned
+        for start in range(0, rows, per_block):
+            stop = min(start + per_block, rows)
+            n = (stop - start) * dots
+            values = matrix[start:stop]
+            shift = maximum(values, axis=1, out=shifts[start:stop], keepdims=True)
+            shift[~isfinite(shift)] = 0  # -inf, +inf and NaN rows unshifted
+            write("exp_shift", values, buffer[: stop - start], shift)
+            matmul(pieces[:n], ones, out=products[:n])
+            add(products[:n].reshape(stop - start, dots), 1, out=sums[start:stop, 0])
+    return shifts, sums
+
+
+def _shifted_exp_tail(values: Array) -> tuple[Array, Array]:
+    with _backends.computing(np):
+        shift = np.max(values)
+        shift = shift if np.isfinite(shift) else values.dtype.type(0)
+        total = np.add.reduce(np.exp(values - shift))
+    return np.full((1, 1), shift, dtype=values.dtype), np.full((1, 1), total, dtype=values.dtype)
