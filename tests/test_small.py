@@ -138,3 +138,21 @@ def test_torch_jit_trace_records_torch_operators() -> None:
     traced = torch.jit.trace(lambda a: anyreduce.reduce_log_sum_exp(a, [1]), example)
     other = torch.tensor([[0.0, 0.0], [1000.0, 1000.0]])
     torch.testing.assert_close(traced(other), torch.logsumexp(other, 1, keepdim=True))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_mean_is_torch_means_values_and_gradient(dtype: str) -> None:
+    torch = pytest.importorskip("torch")
+    values = torch.from_numpy(np.random.default_rng(6).standard_normal((7, 5, 3)).astype(dtype))
+    for axes in [(1,), (0, 2), (0, 1, 2)]:
+        for keepdims in (True, False):
+            got = anyreduce.reduce_mean(values, list(axes), keepdims=keepdims)
+            want = torch.mean(values, axes, keepdims)
+            assert got.dtype == want.dtype
+            assert torch.equal(got, want)
+    leaf = values.clone().requires_grad_()
+    anyreduce.reduce_mean(leaf, [1]).sum().backward()
+    assert leaf.grad is not None
+    assert torch.equal(leaf.grad, torch.full_like(values, 1 / 5))
+    batched = torch.func.vmap(lambda v: anyreduce.reduce_mean(v, [0], keepdims=False))(values)
+    assert torch.equal(batched, torch.mean(values, 1))
