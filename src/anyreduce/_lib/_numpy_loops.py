@@ -17,6 +17,7 @@ NumPy's pairwise sums, so the error bound is the same.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,15 @@ __all__ = ["abs_sum", "shifted_exp_rows"]
 
 Array = Any
 Axes = tuple[int, ...]
+#: Merges LogSumExp's (shifts, sums) over axis 0, keeping it.
+Merge = Callable[[Array, Array], tuple[Array, Array]]
 
 #: Terms of a dot product along a row: ``_blocks._DOT_BLOCK``.
 _DOT = 128
 #: Rows of a dot product down columns: ``_backends._LEADING_ROWS``.
 _ROWS = 16
+#: Blocks' LogSumExp statistics held before they are merged: ``_blocks._MERGE_FAN_IN``.
+_MERGE_FAN_IN = 8
 #: Row length of the matrix view that sums over every axis takes: 64 dots a row.
 _FLAT_ROW = 64 * _DOT
 
@@ -150,17 +155,21 @@ def _columns(values: Array, ones: Array) -> Array:
     return np.add.reduce(values, 0)
 
 
-def shifted_exp_rows(y: Array, axes: Axes) -> tuple[Array, Array, bool] | None:
-    """LogSumExp's statistics of a NumPy float32 or float64 ``y`` over a trailing run of
-    axes (or all), by rows of a matrix view: ``(shifts, sums, merge)``, the shift of each
-    row (its maximum, 0 where that is not finite) and the sum of exp(row - shift), as
-    columns. ``merge`` is true where ``axes`` are every axis: the rows' statistics are
-    then to be merged into one. None where the general loop applies.
+def shifted_exp_rows(y: Array, axes: Axes, merge: Merge) -> tuple[Array, Array, bool] | None:
+    """LogSumExp's statistics of a NumPy float32 or float64 ``y`` over a trailing or
+    leading run of axes (or all), from a matrix view: ``(shifts, sums, to_merge)``, each
+    shift a maximum (0 where that is not finite) and each sum that of exp(values - shift).
+    Over trailing axes there is one pair per row, as columns, and ``to_merge`` is false.
+    Over every axis they are per row too, over leading axes per block of rows, and
+    ``to_merge`` is true: the pairs are to be merged over axis 0 by ``merge``, with
+    which the loop over leading axes folds its blocks' pairs as it goes. None where the
+    general loop applies.
 
-    The general loop's steps (``_ops._shifted_exps``) with fewer calls a block, the same
-    values bit for bit: float32 (4096, 8192) on two threads took 45.7 against 50.4 ms
-    over the last axis and 43.5 against 53.6 ms over every axis (medians of 15
-    interleaved rounds; numpy 2.4.6, 2 cores, where exp alone takes 61 ms on one).
+    The general loop's steps (``_ops._shifted_exps``) with fewer calls a block; over
+    trailing axes the same values bit for bit. Float32 (4096, 8192) on two threads took
+    45.7 against 50.4 ms over the last axis, 43.5 against 53.6 ms over every axis and
+    53.8 against 59.2 ms over axis 0 (medians of 15-41 interleaved rounds; numpy 2.4.6,
+    2 cores, where exp alone takes 61 ms on one).
     """
     if type(y) is not np.ndarray or y.dtype not in _FLOATS or not axes:
         return None
@@ -183,10 +192,13 @@ def shifted_exp_rows(y: Array, axes: Axes) -> tuple[Array, Array, bool] | None:
             shifts = np.concatenate([shifts, tail[0]])
             sums = np.concatenate([sums, tail[1]])
         return shifts, sums, True
-    if axes != tuple(range(ndim - count, ndim)):
-        return None
-    rows = _shifted_exp_trailing(_matrix(y, ndim - count), block)
-    return None if rows is None else (*rows, False)
+    if axes == tuple(range(ndim - count, ndim)):
+        rows = _shifted_exp_trailing(_matrix(y, ndim - count), block)
+        return None if rows is None else (*rows, False)
+    if axes == tuple(range(count)):
+        blocks = _shifted_exp_leading(_matrix(y, count), block, merge)
+        return None if blocks is None else (*blocks, True)
+    return None
 
 
 def _shifted_exp_trailing(matrix: Array | None, block: int) -> tuple[Array, Array] | None:
@@ -217,6 +229,41 @@ def _shifted_exp_trailing(matrix: Array | None, block: int) -> tuple[Array, Arra
             matmul(pieces[:n], ones, out=products[:n])
             add(products[:n].reshape(stop - start, dots), 1, out=sums[start:stop, 0])
     return shifts, sums
+
+
+def _shifted_exp_leading(
+    matrix: Array | None, block: int, merge: Merge
+) -> tuple[Array, Array] | None:
+    """The column maxima (0 where not finite) and the column sums of exp(rows - maxima),
+    by blocks of rows, merged ``_MERGE_FAN_IN`` blocks at a time by ``merge``, as rows.
+    None as for :func:`_leading`."""
+    if matrix is None:
+        return None
+    rows, width = matrix.shape
+    per_block = (block // width) // _ROWS * _ROWS
+    if per_block == 0 or width < 2 * _DOT:
+        return None
+    dtype = matrix.dtype
+    buffer = np.empty((per_block, width), dtype=dtype)
+    ones = np.ones(_ROWS, dtype=dtype)
+    shifts = np.empty((_MERGE_FAN_IN, width), dtype=dtype)
+    sums = np.empty((_MERGE_FAN_IN, width), dtype=dtype)
+    maximum, isfinite = np.maximum.reduce, np.isfinite
+    write = _backends.write_elementwise
+    held = 0
+    with _backends.computing(np):
+        for start in range(0, rows, per_block):
+            stop = min(start + per_block, rows)
+            values = matrix[start:stop]
+            shift = maximum(values, axis=0, out=shifts[held])
+            shift[~isfinite(shift)] = 0
+            exps = write("exp_shift", values, buffer[: stop - start], shift[None, :])
+            sums[held] = _columns(exps, ones)
+            held += 1
+            if held == _MERGE_FAN_IN:
+                shifts[:1], sums[:1] = merge(shifts, sums)
+                held = 1
+    return shifts[:held], sums[:held]
 
 
 def _shifted_exp_tail(values: Array) -> tuple[Array, Array]:

@@ -267,11 +267,15 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes, *, wide: Any) -> tuple[Ar
     slice whose maximum is +-inf or NaN is not shifted, which gives +inf, -inf and NaN by
     IEEE rules. Blocks of a narrower ``y`` are widened one at a time.
     """
-    rows = _numpy_loops.shifted_exp_rows(y, axes) if y.dtype == wide else None
+
+    def merge_rows(shifts: Array, sums: Array) -> tuple[Array, Array]:
+        return _merge_shifted(xp, (shifts, sums), (0,))
+
+    rows = _numpy_loops.shifted_exp_rows(y, axes, merge_rows) if y.dtype == wide else None
     if rows is not None:
-        shifts, sums, every = rows
-        if every:
-            shifts, sums = _merge_shifted(xp, (shifts, sums), (0,))
+        shifts, sums, to_merge = rows
+        if to_merge:
+            shifts, sums = merge_rows(shifts, sums)
         kept = reduced_shape(tuple(y.shape), axes, True)
         return xp.reshape(shifts, kept), xp.reshape(sums, kept)
     # One per set of axes a block is reduced over (blocks along a kept axis see the
