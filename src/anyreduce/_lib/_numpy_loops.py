@@ -122,8 +122,9 @@ def _trailing(matrix: Array | None, block: int) -> Array | None:
 
 def _leading(matrix: Array | None, block: int) -> Array | None:
     """Column sums of |matrix|: blocks of rows as nested dots of ``_ROWS`` rows, the block
-    sums the same way. None where ``_ROWS`` rows exceed a block or rows are narrow (the
-    general loop regroups those)."""
+    sums folded ``_ROWS`` at a time (as the general loop does: a row of sums held per
+    block, not one per block of the data). None where ``_ROWS`` rows exceed a block or
+    rows are narrow (the general loop regroups those)."""
     if matrix is None:
         return None
     rows, width = matrix.shape
@@ -132,12 +133,17 @@ def _leading(matrix: Array | None, block: int) -> Array | None:
         return None
     buffer = np.empty((per_block, width), dtype=matrix.dtype)
     ones = np.ones(_ROWS, dtype=matrix.dtype)
-    blocks = np.empty((-(-rows // per_block), width), dtype=matrix.dtype)
-    for index, start in enumerate(range(0, rows, per_block)):
+    sums = np.empty((_ROWS, width), dtype=matrix.dtype)
+    held = 0
+    for start in range(0, rows, per_block):
         stop = min(start + per_block, rows)
         values = np.absolute(matrix[start:stop], out=buffer[: stop - start])
-        blocks[index] = _columns(values, ones)
-    return _columns(blocks, ones)
+        sums[held] = _columns(values, ones)
+        held += 1
+        if held == _ROWS:
+            sums[0] = np.add.reduce(sums, 0)
+            held = 1
+    return _columns(sums[:held], ones)
 
 
 def _columns(values: Array, ones: Array) -> Array:
