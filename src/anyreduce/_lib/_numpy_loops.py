@@ -208,6 +208,8 @@ def shifted_exp_rows(y: Array, axes: Axes, merge: Merge) -> tuple[Array, Array, 
 
 
 def _shifted_exp_trailing(matrix: Array | None, block: int) -> tuple[Array, Array] | None:
+    """Per row, as columns: the maximum (0 where not finite) and the sum of exp(row -
+    maximum), each row's exps summed as :func:`_trailing` sums |x|. None as there."""
     if matrix is None:
         return None
     rows, width = matrix.shape
@@ -273,6 +275,7 @@ def _shifted_exp_leading(
 
 
 def _shifted_exp_tail(values: Array) -> tuple[Array, Array]:
+    """The shift and sum of exp of the fewer than ``_FLAT_ROW`` values left over."""
     with _backends.computing(np):
         shift = np.max(values)
         shift = shift if np.isfinite(shift) else values.dtype.type(0)
