@@ -204,9 +204,14 @@ def test_numpy_norms_over_axis_0_split_whole_rows() -> None:
         assert _threads.reduce("reduce_l2", x, (0,), False, compute) is not None
         assert [name for name, _, _ in calls] == ["reduce_l2"] * 3
         calls.clear()
-        # Strided data keep the split along a kept axis.
+        # Strided data, and axes that are not a leading run, keep the split along a kept
+        # axis.
         assert _threads.reduce("reduce_l1", np.asfortranarray(x), (0,), True, compute) is not None
         assert sorted(shape for _, shape, _ in calls) == [(1024, 1024), (1024, 1024)]
+        calls.clear()
+        cube = np.ones((256, 4, 2048), dtype=np.float32)
+        assert _threads.reduce("reduce_l1", cube, (0, 2), True, compute) is not None
+        assert sorted(shape for _, shape, _ in calls) == [(256, 2, 2048), (256, 2, 2048)]
     finally:
         anyreduce.set_num_threads(previous)
 

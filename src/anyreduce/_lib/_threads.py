@@ -74,9 +74,9 @@ _MERGES: dict[str, tuple[str, str, str | None]] = {
 #: axis 1.2x as long (paired medians, numpy 2.4, OpenBLAS 0.3.31, 2 cores).
 _DOT_SUMS = frozenset({"reduce_sum", "reduce_mean", "reduce_log_sum"})
 
-#: Operators whose C-ordered data reduced over axis 0 are split into slabs of whole rows
-#: (merged after), not of columns, whose rows are strided. Float32 (4096, 8192) over axis
-#: 0, columns then rows (medians of 50 interleaved rounds; numpy 2.4.6, 2 cores): L1 11.5
+#: Operators whose C-ordered data reduced over leading axes are split into slabs of whole
+#: rows (merged after), not of columns, whose rows are strided. Float32 (4096, 8192) over
+#: axis 0, columns then rows (medians of 50 interleaved rounds; numpy 2.4.6, 2 cores): L1 11.5
 #: -> 10.2 ms (the loop of ``_numpy_loops``), SumSquare 7.7 -> 6.7 ms, L2 7.9 -> 7.3 ms
 #: (grouped squares, ``_backends.grouped_square_sums``).
 _ROW_SLABS = frozenset({"reduce_l1", "reduce_sum_square", "reduce_l2"})
@@ -250,7 +250,7 @@ def reduce(name: str, x: Array, axes: Axes, keepdims: bool, compute: Compute) ->
         return None
     if math.prod([x.shape[a] for a in axes]) < _SHORTEST_REDUCTION:
         return None
-    if name in _ROW_SLABS and axes[0] == 0 and x.flags.c_contiguous:
+    if name in _ROW_SLABS and axes == tuple(range(len(axes))) and x.flags.c_contiguous:
         merged = _reduce_everything(name, x, axes, keepdims, compute, parts)
         if merged is not None:
             return merged
