@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _backends
+from ._axes import reduced_shape
 
 __all__ = ["abs_sum", "shifted_exp_rows"]
 
@@ -45,27 +46,46 @@ def abs_sum(x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array | None:
     """Sum of |x| over ``axes`` in ``dtype``, for a NumPy float32 or float64 ``ndarray``
     of more than one block in that dtype, over a leading or trailing run of axes (or all);
     None elsewhere, where the general loop applies."""
-    if type(x) is not np.ndarray or x.dtype != dtype or x.dtype not in _FLOATS:
+    block = _block(x, axes)
+    if block is None or x.dtype != dtype:
         return None
-    block = _backends.block_elements(np)  # elements of the reused |x| buffer
-    if block is None or x.size <= block or not axes:
-        return None
-    ndim, count = x.ndim, len(axes)
-    if count == ndim:
+    layout = _layout(x, axes)
+    if layout == _EVERY:
         total = _every(x, block)
-    elif axes == tuple(range(ndim - count, ndim)):
-        total = _trailing(_matrix(x, ndim - count), block)
-    elif axes == tuple(range(count)):
-        total = _leading(_matrix(x, count), block)
+    elif layout == _TRAILING:
+        total = _trailing(_matrix(x, x.ndim - len(axes)), block)
+    elif layout == _LEADING:
+        total = _leading(_matrix(x, len(axes)), block)
     else:
         return None
-    if total is None:
-        return None
-    kept = [1 if i in axes else n for i, n in enumerate(x.shape)]
-    return total.reshape(kept if keepdims else [n for i, n in enumerate(x.shape) if i not in axes])
+    return None if total is None else total.reshape(reduced_shape(x.shape, axes, keepdims))
 
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_EVERY, _TRAILING, _LEADING = "every", "trailing", "leading"
+
+
+def _block(x: Array, axes: Axes) -> int | None:
+    """Elements of the reused buffer for ``x`` (``_backends.block_elements``), or None
+    where the loops here do not apply: not a float32 or float64 ``ndarray``, no axes, or
+    data of at most one block (the general path takes it whole)."""
+    if type(x) is not np.ndarray or x.dtype not in _FLOATS or not axes:
+        return None
+    block = _backends.block_elements(np)
+    return None if block is None or x.size <= block else block
+
+
+def _layout(x: Array, axes: Axes) -> str | None:
+    """Whether ``axes`` are every axis of ``x``, a trailing run or a leading run; None for
+    any other set."""
+    ndim, count = x.ndim, len(axes)
+    if count == ndim:
+        return _EVERY
+    if axes == tuple(range(ndim - count, ndim)):
+        return _TRAILING
+    if axes == tuple(range(count)):
+        return _LEADING
+    return None
 
 
 def _matrix(x: Array, split: int) -> Array | None:
@@ -78,58 +98,90 @@ def _matrix(x: Array, split: int) -> Array | None:
         return None
 
 
-def _every(x: Array, block: int) -> Array | None:
-    """Sum over every element: rows of ``_FLAT_ROW`` summed as :func:`_trailing` does,
-    the row sums and the remainder by NumPy's pairwise sum."""
+def _flat_rows(x: Array) -> tuple[Array, Array] | None:
+    """Every element of ``x`` as rows of ``_FLAT_ROW`` and the fewer left over, views;
+    None if that takes a copy."""
     try:
         flat = np.reshape(x, (-1,), copy=False)
     except ValueError:
         return None
     head = flat.size - flat.size % _FLAT_ROW
-    rows = _trailing(flat[:head].reshape(-1, _FLAT_ROW), block)
-    if rows is None:
+    return flat[:head].reshape(-1, _FLAT_ROW), flat[head:]
+
+
+def _trailing_rows_per_block(width: int, block: int) -> int | None:
+    """Rows a block holds where each row is summed as dots of ``_DOT`` terms; None where
+    rows are not a whole number of dots or one row exceeds a block."""
+    return None if width % _DOT or width > block else block // width
+
+
+def _leading_rows_per_block(width: int, block: int) -> int | None:
+    """Rows a block holds, a multiple of ``_ROWS``, where columns are summed by dots of
+    ``_ROWS`` rows; None where ``_ROWS`` rows exceed a block or rows are narrow (the
+    general loop regroups those)."""
+    per_block = (block // width) // _ROWS * _ROWS
+    return None if per_block == 0 or width < 2 * _DOT else per_block
+
+
+class _RowDots:
+    """A reused buffer of ``rows`` by ``width`` and the sums of its first rows, each row
+    as dots of ``_DOT`` terms with a vector of ones, the dots added pairwise."""
+
+    def __init__(self, rows: int, width: int, dtype: Any) -> None:
+        self.dots = width // _DOT
+        self.buffer = np.empty((rows, width), dtype=dtype)
+        self._pieces = self.buffer.reshape(rows * self.dots, _DOT)
+        self._products = np.empty(rows * self.dots, dtype=dtype)
+        self._ones = np.ones(_DOT, dtype=dtype)
+
+    def sum_rows(self, count: int, out: Array) -> None:
+        """The sums of the buffer's first ``count`` rows, written into ``out``."""
+        n = count * self.dots
+        np.matmul(self._pieces[:n], self._ones, out=self._products[:n])
+        np.add.reduce(self._products[:n].reshape(count, self.dots), 1, out=out)
+
+
+def _every(x: Array, block: int) -> Array | None:
+    """Sum over every element: rows of ``_FLAT_ROW`` summed as :func:`_trailing` does,
+    the row sums and the remainder by NumPy's pairwise sum."""
+    flat = _flat_rows(x)
+    rows = None if flat is None else _trailing(flat[0], block)
+    if flat is None or rows is None:
         return None
     total = np.add.reduce(rows)
-    if head < flat.size:
-        total = total + np.add.reduce(np.absolute(flat[head:]))
+    if flat[1].size:
+        total = total + np.add.reduce(np.absolute(flat[1]))
     return np.asarray(total)
 
 
 def _trailing(matrix: Array | None, block: int) -> Array | None:
-    """Row sums of |matrix|: each row as dots of ``_DOT`` terms, the dots added pairwise.
-    None where rows are not a whole number of dots or one row exceeds a block."""
+    """Row sums of |matrix| (see :class:`_RowDots`); None as
+    :func:`_trailing_rows_per_block`."""
     if matrix is None:
         return None
     rows, width = matrix.shape
-    if width % _DOT or width > block:
+    per_block = _trailing_rows_per_block(width, block)
+    if per_block is None:
         return None
-    dots = width // _DOT
-    per_block = block // width
-    buffer = np.empty((per_block, width), dtype=matrix.dtype)
-    pieces = buffer.reshape(per_block * dots, _DOT)
-    products = np.empty(per_block * dots, dtype=matrix.dtype)
-    ones = np.ones(_DOT, dtype=matrix.dtype)
+    dots = _RowDots(per_block, width, matrix.dtype)
+    buffer, absolute = dots.buffer, np.absolute
     out = np.empty(rows, dtype=matrix.dtype)
-    absolute, matmul, add = np.absolute, np.matmul, np.add.reduce
     for start in range(0, rows, per_block):
         stop = min(start + per_block, rows)
-        n = (stop - start) * dots
         absolute(matrix[start:stop], out=buffer[: stop - start])
-        matmul(pieces[:n], ones, out=products[:n])
-        add(products[:n].reshape(stop - start, dots), 1, out=out[start:stop])
+        dots.sum_rows(stop - start, out[start:stop])
     return out
 
 
 def _leading(matrix: Array | None, block: int) -> Array | None:
     """Column sums of |matrix|: blocks of rows as nested dots of ``_ROWS`` rows, the block
     sums folded ``_ROWS`` at a time (as the general loop does: a row of sums held per
-    block, not one per block of the data). None where ``_ROWS`` rows exceed a block or
-    rows are narrow (the general loop regroups those)."""
+    block, not one per block of the data). None as :func:`_leading_rows_per_block`."""
     if matrix is None:
         return None
     rows, width = matrix.shape
-    per_block = (block // width) // _ROWS * _ROWS
-    if per_block == 0 or width < 2 * _DOT:
+    per_block = _leading_rows_per_block(width, block)
+    if per_block is None:
         return None
     buffer = np.empty((per_block, width), dtype=matrix.dtype)
     ones = np.ones(_ROWS, dtype=matrix.dtype)
@@ -177,65 +229,53 @@ def shifted_exp_rows(y: Array, axes: Axes, merge: Merge) -> tuple[Array, Array, 
     53.8 against 59.2 ms over axis 0 (medians of 15-41 interleaved rounds; numpy 2.4.6,
     2 cores, where exp alone takes 61 ms on one).
     """
-    if type(y) is not np.ndarray or y.dtype not in _FLOATS or not axes:
+    block = _block(y, axes)
+    if block is None:
         return None
-    block = _backends.block_elements(np)
-    if block is None or y.size <= block:
-        return None
-    ndim, count = y.ndim, len(axes)
-    if count == ndim:
-        try:
-            flat = np.reshape(y, (-1,), copy=False)
-        except ValueError:
-            return None
-        head = flat.size - flat.size % _FLAT_ROW
-        rows = _shifted_exp_trailing(flat[:head].reshape(-1, _FLAT_ROW), block)
-        if rows is None:
+    layout = _layout(y, axes)
+    if layout == _EVERY:
+        flat = _flat_rows(y)
+        rows = None if flat is None else _shifted_exp_trailing(flat[0], block)
+        if flat is None or rows is None:
             return None
         shifts, sums = rows
-        if head < flat.size:
-            tail = _shifted_exp_tail(flat[head:])
+        if flat[1].size:
+            tail = _shifted_exp_tail(flat[1])
             shifts = np.concatenate([shifts, tail[0]])
             sums = np.concatenate([sums, tail[1]])
         return shifts, sums, True
-    if axes == tuple(range(ndim - count, ndim)):
-        rows = _shifted_exp_trailing(_matrix(y, ndim - count), block)
+    if layout == _TRAILING:
+        rows = _shifted_exp_trailing(_matrix(y, y.ndim - len(axes)), block)
         return None if rows is None else (*rows, False)
-    if axes == tuple(range(count)):
-        blocks = _shifted_exp_leading(_matrix(y, count), block, merge)
+    if layout == _LEADING:
+        blocks = _shifted_exp_leading(_matrix(y, len(axes)), block, merge)
         return None if blocks is None else (*blocks, True)
     return None
 
 
 def _shifted_exp_trailing(matrix: Array | None, block: int) -> tuple[Array, Array] | None:
     """Per row, as columns: the maximum (0 where not finite) and the sum of exp(row -
-    maximum), each row's exps summed as :func:`_trailing` sums |x|. None as there."""
+    maximum), summed as :func:`_trailing` sums |x|. None as there."""
     if matrix is None:
         return None
     rows, width = matrix.shape
-    if width % _DOT or width > block:
+    per_block = _trailing_rows_per_block(width, block)
+    if per_block is None:
         return None
-    dots = width // _DOT
-    per_block = block // width
     dtype = matrix.dtype
-    buffer = np.empty((per_block, width), dtype=dtype)
-    pieces = buffer.reshape(per_block * dots, _DOT)
-    products = np.empty(per_block * dots, dtype=dtype)
-    ones = np.ones(_DOT, dtype=dtype)
+    dots = _RowDots(per_block, width, dtype)
     shifts = np.empty((rows, 1), dtype=dtype)
     sums = np.empty((rows, 1), dtype=dtype)
-    maximum, isfinite, matmul, add = np.maximum.reduce, np.isfinite, np.matmul, np.add.reduce
+    maximum, isfinite = np.maximum.reduce, np.isfinite
     write = _backends.write_elementwise
     with _backends.computing(np):  # exp(-inf) = 0 and NaN by IEEE rules, unwarned
         for start in range(0, rows, per_block):
             stop = min(start + per_block, rows)
-            n = (stop - start) * dots
             values = matrix[start:stop]
             shift = maximum(values, axis=1, out=shifts[start:stop], keepdims=True)
             shift[~isfinite(shift)] = 0  # -inf, +inf and NaN rows unshifted
-            write("exp_shift", values, buffer[: stop - start], shift)
-            matmul(pieces[:n], ones, out=products[:n])
-            add(products[:n].reshape(stop - start, dots), 1, out=sums[start:stop, 0])
+            write("exp_shift", values, dots.buffer[: stop - start], shift)
+            dots.sum_rows(stop - start, sums[start:stop, 0])
     return shifts, sums
 
 
@@ -244,12 +284,12 @@ def _shifted_exp_leading(
 ) -> tuple[Array, Array] | None:
     """The column maxima (0 where not finite) and the column sums of exp(rows - maxima),
     by blocks of rows, merged ``_MERGE_FAN_IN`` blocks at a time by ``merge``, as rows.
-    None as for :func:`_leading`."""
+    None as :func:`_leading_rows_per_block`."""
     if matrix is None:
         return None
     rows, width = matrix.shape
-    per_block = (block // width) // _ROWS * _ROWS
-    if per_block == 0 or width < 2 * _DOT:
+    per_block = _leading_rows_per_block(width, block)
+    if per_block is None:
         return None
     dtype = matrix.dtype
     buffer = np.empty((per_block, width), dtype=dtype)
