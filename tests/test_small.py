@@ -71,6 +71,29 @@ def test_the_limit_and_the_switch(module: str) -> None:
     assert _small.reduce("reduce_sum", at_limit, (0,), True) is not None
 
 
+@pytest.mark.parametrize("module", ["numpy", "torch"])
+def test_the_public_functions_keep_to_the_switch(
+    monkeypatch: pytest.MonkeyPatch, module: str
+) -> None:
+    # The public functions keep each (type, dtype)'s form and call it themselves.
+    lib = pytest.importorskip(module)
+    data = lib.ones((3, 4), dtype=lib.float32)
+    monkeypatch.setattr(_backends, "compiled", _refuse)
+    anyreduce.reduce_mean(data, [1])
+    with _small.general_only(), pytest.raises(AssertionError, match="the general kernel ran"):
+        anyreduce.reduce_mean(data, [1])
+    big = lib.ones(_small.LIMIT + 1, dtype=lib.float32)
+    with pytest.raises(AssertionError, match="the general kernel ran"):
+        anyreduce.reduce_mean(big, [0])
+
+
+def test_a_form_that_declines_falls_back_to_the_general_kernel() -> None:
+    # float64 over a leading axis of 17: numpy would add the terms one after the other.
+    x = np.ones((17, 3))
+    assert _small.reduce("reduce_sum", x, (0,), True) is None
+    assert np.array_equal(anyreduce.reduce_sum(x, [0]), np.full((1, 3), 17.0))
+
+
 def test_other_array_types_take_the_general_path() -> None:
     assert _small.reduce("reduce_sum", np.ma.ones(3), (0,), True) is None
     assert _small.reduce("reduce_sum", np.ones(3, dtype=np.complex64), (0,), True) is None
@@ -156,3 +179,16 @@ def test_torch_mean_is_torch_means_values_and_gradient(dtype: str) -> None:
     assert torch.equal(leaf.grad, torch.full_like(values, 1 / 5))
     batched = torch.func.vmap(lambda v: anyreduce.reduce_mean(v, [0], keepdims=False))(values)
     assert torch.equal(batched, torch.mean(values, 1))
+
+
+def test_torch_mean_counts_are_kept_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cached counts start again once full, and every mean stays torch.mean's.
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(_small, "_COUNTS", 2)
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        for shape in [(2, 3), (4, 3), (5, 6), (2, 3, 4)]:
+            values = torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+            for axes in [(0,), (1,), tuple(range(len(shape)))]:
+                got = anyreduce.reduce_mean(values, list(axes), keepdims=False)
+                assert torch.equal(got, torch.mean(values, axes))

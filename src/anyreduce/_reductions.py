@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ._lib import _backends, _dtypes
+from ._lib import _backends, _dtypes, _small
 from ._lib._axes import AxesLike, check_flag, normalize
-from ._lib._ops import OPS, run
+from ._lib._ops import OPS, Op, run
 
 __all__ = [
     "reduce_l1",
@@ -29,26 +29,43 @@ __all__ = [
 Array = Any
 
 
-# (operator, array type, dtype) -> namespace, for data already found valid: one lookup in
-# place of the namespace and dtype checks, ~0.15 us of a small call.
-_VALID: dict[tuple[str, type, Any], Any] = {}
+# (operator, array type, dtype) -> (operator, namespace, small-path form and element
+# count or None), for data already found valid: one lookup in place of the namespace and
+# dtype checks and the small path's own lookups. With the flags' common values tested
+# inline, a small call costs ~0.6 us less than through ``run`` (numpy 2.4, torch 2.13).
+_VALID: dict[tuple[str, type, Any], tuple[Op, Any, Any]] = {}
 
 
 def _reduce(
     name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
 ) -> Array:
-    op = OPS[name]
     try:
-        xp = _VALID[name, type(data), data.dtype]
+        op, xp, small = _VALID[name, type(data), data.dtype]
     except (KeyError, AttributeError, TypeError):  # new, not an array, or an unhashable dtype
+        op = OPS[name]
         xp = _backends.namespace(name, data)
         _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
+        small = _small.form_for(name, data)
         with contextlib.suppress(TypeError):
-            _VALID[name, type(data), data.dtype] = xp
-    keep = check_flag(name, "keepdims", keepdims)
-    noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
+            _VALID[name, type(data), data.dtype] = op, xp, small
+    keep = (
+        keepdims
+        if keepdims is True or keepdims is False
+        else check_flag(name, "keepdims", keepdims)
+    )
+    noop = (
+        noop_with_empty_axes
+        if noop_with_empty_axes is False or noop_with_empty_axes is True
+        else check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
+    )
     normal = normalize(name, axes, data.ndim, noop)
-    return run(op, data, normal, keep, xp=xp)
+    if small is not None and normal and _small.enabled():
+        form, size = small
+        if 0 < size(data) <= _small.LIMIT:
+            result = form(data, normal, keep)
+            if result is not None:
+                return result
+    return run(op, data, normal, keep, xp=xp, small=False)
 
 
 def reduce_sum(

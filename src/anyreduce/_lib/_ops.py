@@ -369,11 +369,17 @@ OPS: dict[str, Op] = {
 }
 
 
-def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array:
-    """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out."""
-    small = _small.reduce(op.name, x, axes, keepdims)
-    if small is not None:
-        return small
+def run(
+    op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, small: bool = True
+) -> Array:
+    """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out.
+
+    ``small=False``: the caller has tried the small path (:func:`_small.form_for`) already.
+    """
+    if small:
+        result = _small.reduce(op.name, x, axes, keepdims)
+        if result is not None:
+            return result
     dtype = x.dtype
     if any(n is None or (isinstance(n, float) and math.isnan(n)) for n in x.shape):
         # Dask after boolean indexing: the mean's count and the output's shape are unknown.

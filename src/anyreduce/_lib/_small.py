@@ -41,7 +41,7 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["LIMIT", "general_only", "reduce"]
+__all__ = ["LIMIT", "enabled", "form_for", "general_only", "reduce"]
 
 Array = Any
 Axes = tuple[int, ...]
@@ -74,24 +74,44 @@ def general_only() -> Iterator[None]:
         _enabled = before
 
 
+def enabled() -> bool:
+    """Whether the small path is taken (False within :func:`general_only`)."""
+    return _enabled
+
+
 def reduce(name: str, x: Array, axes: Axes, keepdims: bool) -> Array | None:
     """Operator ``name`` of ``x`` over ``axes`` by the small path; None where it does not apply.
 
     ``x`` is validated data and ``axes`` normalised; an empty ``axes`` (the no-op form) is
     left to the general kernel.
     """
+    found = form_for(name, x)
+    if found is None or not axes or not _enabled:
+        return None
+    form, size = found
+    if not 0 < size(x) <= LIMIT:
+        return None
+    return form(x, axes, keepdims)
+
+
+def form_for(name: str, x: Array) -> tuple[Form, Callable[[Array], int]] | None:
+    """The small-path form of operator ``name`` for arrays of ``x``'s type and dtype, and
+    how to count their elements; None where that type or dtype has none.
+
+    It depends on the type and dtype alone, so a caller may keep it per (type, dtype) and
+    call it directly on inputs of 1 to :data:`LIMIT` elements, with normalised, non-empty
+    axes, while :func:`enabled`.
+    """
     kind = type(x)
     try:
         path = _PATHS[kind]
     except KeyError:
         path = _PATHS[kind] = _path_for(x)
-    if path is None or not axes or not _enabled:
+    if path is None:
         return None
     forms, size = path
-    if not 0 < size(x) <= LIMIT:
-        return None
     form = forms[name].get(x.dtype)
-    return None if form is None else form(x, axes, keepdims)
+    return None if form is None else (form, size)
 
 
 # The small path of each array type, found once per type: its forms and how to count its
@@ -226,8 +246,11 @@ def _numpy_forms(np: Any) -> Forms:  # noqa: PLR0915 - one table of forms
         y = x.astype(f64)
         return sqrt(add(y * y, axes, None, None, keepdims)).astype(x.dtype)
 
+    # The count per result element as x.size // total.size: 0.3 us less than from the
+    # shape and axes.
     def wide_mean(x: Array, axes: Axes, keepdims: bool) -> Any:
-        return (add(x, axes, f64, None, keepdims) / _count(x.shape, axes)).astype(x.dtype)
+        total = add(x, axes, f64, None, keepdims)
+        return (total / (x.size // total.size)).astype(x.dtype)
 
     def wide_prod(x: Array, axes: Axes, keepdims: bool) -> Any:
         return multiply(x, axes, f64, None, keepdims).astype(x.dtype)
@@ -255,7 +278,8 @@ def _numpy_forms(np: Any) -> Forms:  # noqa: PLR0915 - one table of forms
         return add(absolute(x), axes, None, None, keepdims)
 
     def own_mean(x: Array, axes: Axes, keepdims: bool) -> Any:
-        return add(x, axes, None, None, keepdims) / _count(x.shape, axes)
+        total = add(x, axes, None, None, keepdims)
+        return total / (x.size // total.size)
 
     def own_log_sum(x: Array, axes: Axes, keepdims: bool) -> Any:
         return log(add(x, axes, None, None, keepdims))
@@ -287,7 +311,7 @@ def _numpy_forms(np: Any) -> Forms:  # noqa: PLR0915 - one table of forms
         # 2**44), and their quotient by n <= LIMIT is never within an ulp of the next
         # integer, so truncating it gives the exact mean truncated toward zero.
         total = add(x, axes, f64, None, keepdims)
-        return trunc(total / _count(x.shape, axes)).astype(x.dtype)
+        return trunc(total / (x.size // total.size)).astype(x.dtype)
 
     floats32 = ("float32", "float16")
     signed = ("int8", "int16", "int32", "int64")
@@ -396,6 +420,10 @@ def _through_numpy(torch: Any, own: Form, numpy_form: Form) -> Form:
     return form
 
 
+# Most cached counts of :func:`_torch_mean` (0-d tensors) before the cache starts again.
+_COUNTS = 1024
+
+
 def _torch_mean(torch: Any) -> Form:
     """The mean of a float32 or float64 tensor: torch.mean is torch.sum then a division by
     the count (the same values bit for bit), made inside at ~3 us more than the sum; a
@@ -404,15 +432,18 @@ def _torch_mean(torch: Any) -> Form:
     tsum, mean, div = torch.sum, torch.mean, torch.div
     compiling = torch.compiler.is_compiling
     tracing = torch._C._get_tracing_state
-    counts: dict[tuple[int, Any], Array] = {}
+    # Keyed by shape, axes and dtype: one lookup in place of counting (~0.5 us).
+    counts: dict[tuple[Any, Axes, Any], Array] = {}
 
     def own_mean(x: Array, axes: Axes, keepdims: bool) -> Array:
         if compiling() or tracing() is not None:
             return mean(x, axes, keepdims)
-        key = (_count(x.shape, axes), x.dtype)
+        key = (x.shape, axes, x.dtype)
         count = counts.get(key)
         if count is None:
-            count = counts[key] = torch.tensor(float(key[0]), dtype=x.dtype)
+            if len(counts) >= _COUNTS:
+                counts.clear()
+            count = counts[key] = torch.tensor(float(_count(x.shape, axes)), dtype=x.dtype)
         return div(tsum(x, axes, keepdims), count)
 
     return own_mean
