@@ -181,6 +181,19 @@ def test_torch_mean_is_torch_means_values_and_gradient(dtype: str) -> None:
     assert torch.equal(batched, torch.mean(values, 1))
 
 
+def test_torch_mean_first_called_in_inference_mode_still_differentiates() -> None:
+    # The count cached by a call under torch.inference_mode serves later autograd calls.
+    torch = pytest.importorskip("torch")
+    shape = (3, 13)  # a shape no other test reduces: its count is made here
+    with torch.inference_mode():
+        inferred = anyreduce.reduce_mean(torch.ones(shape), [1])
+    assert torch.equal(inferred, torch.ones(3, 1))
+    leaf = torch.ones(shape, requires_grad=True)
+    anyreduce.reduce_mean(leaf, [1]).sum().backward()
+    assert leaf.grad is not None
+    assert torch.equal(leaf.grad, torch.full(shape, 1 / 13))
+
+
 def test_torch_mean_counts_are_kept_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     # The cached counts start again once full, and every mean stays torch.mean's.
     torch = pytest.importorskip("torch")

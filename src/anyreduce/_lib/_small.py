@@ -429,7 +429,7 @@ def _torch_mean(torch: Any) -> Form:
     the count (the same values bit for bit), made inside at ~3 us more than the sum; a
     division by a cached 0-d tensor of the count in the data's dtype costs ~2 us (torch
     2.13). Traced or compiled, torch.mean: no tensor constant to record or guard on."""
-    tsum, mean, div = torch.sum, torch.mean, torch.div
+    tsum, mean, div, inference_mode = torch.sum, torch.mean, torch.div, torch.inference_mode
     compiling = torch.compiler.is_compiling
     tracing = torch._C._get_tracing_state
     # Keyed by shape, axes and dtype: one lookup in place of counting (~0.5 us).
@@ -443,7 +443,11 @@ def _torch_mean(torch: Any) -> Form:
         if count is None:
             if len(counts) >= _COUNTS:
                 counts.clear()
-            count = counts[key] = torch.tensor(float(_count(x.shape, axes)), dtype=x.dtype)
+            # A normal tensor even when first made under torch.inference_mode: an
+            # inference tensor cannot be saved for a later call's backward pass.
+            with inference_mode(False):
+                count = torch.tensor(float(_count(x.shape, axes)), dtype=x.dtype)
+            counts[key] = count
         return div(tsum(x, axes, keepdims), count)
 
     return own_mean
