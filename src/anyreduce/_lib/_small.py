@@ -41,7 +41,7 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["LIMIT", "enabled", "form_for", "general_only", "reduce"]
+__all__ = ["LIMIT", "form_for", "general_only", "reduce", "reduce_by"]
 
 Array = Any
 Axes = tuple[int, ...]
@@ -74,18 +74,20 @@ def general_only() -> Iterator[None]:
         _enabled = before
 
 
-def enabled() -> bool:
-    """Whether the small path is taken (False within :func:`general_only`)."""
-    return _enabled
-
-
 def reduce(name: str, x: Array, axes: Axes, keepdims: bool) -> Array | None:
     """Operator ``name`` of ``x`` over ``axes`` by the small path; None where it does not apply.
 
     ``x`` is validated data and ``axes`` normalised; an empty ``axes`` (the no-op form) is
     left to the general kernel.
     """
-    found = form_for(name, x)
+    return reduce_by(form_for(name, x), x, axes, keepdims)
+
+
+def reduce_by(
+    found: tuple[Form, Callable[[Array], int]] | None, x: Array, axes: Axes, keepdims: bool
+) -> Array | None:
+    """:func:`reduce` with the form already found by :func:`form_for` for ``x``'s operator,
+    type and dtype (callers keep it per type and dtype)."""
     if found is None or not axes or not _enabled:
         return None
     form, size = found
@@ -99,8 +101,7 @@ def form_for(name: str, x: Array) -> tuple[Form, Callable[[Array], int]] | None:
     how to count their elements; None where that type or dtype has none.
 
     It depends on the type and dtype alone, so a caller may keep it per (type, dtype) and
-    call it directly on inputs of 1 to :data:`LIMIT` elements, with normalised, non-empty
-    axes, while :func:`enabled`.
+    pass it to :func:`reduce_by`.
     """
     kind = type(x)
     try:
