@@ -43,22 +43,7 @@ def test_divergences_know_the_release_that_fixed_them() -> None:
     assert all(d.diverges_in("99.0") for d in DIVERGENCES if d.fixed_in is None)
 
 
-# Contract answers anyreduce does not give yet: its float32 product is taken in float32.
-KNOWN_GAPS = {
-    "reference-product-range": "anyreduce multiplies float32 in float32: the partial "
-    "product 1e-60 underflows (spec §3 forbids it)",
-    "onnxruntime-product-range": "anyreduce multiplies float32 in float32: the partial "
-    "product 1e-60 underflows (spec §3 forbids it)",
-}
-
-
-def _marks(divergence: Divergence) -> object:
-    reason = KNOWN_GAPS.get(divergence.id)
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(divergence, id=divergence.id, marks=marks)
-
-
-@pytest.mark.parametrize("divergence", [_marks(d) for d in DIVERGENCES])
+@pytest.mark.parametrize("divergence", DIVERGENCES, ids=lambda d: d.id)
 def test_anyreduce_gives_the_contract_answer(divergence: Divergence) -> None:
     result = run_on_target(divergence.example(), target("numpy"))
     if result is None:  # NumPy has no bfloat16: the same example on torch

@@ -13,7 +13,7 @@ import array_api_compat
 import numpy as np
 import pytest
 
-from anyreduce._lib import _small
+from anyreduce._backends import no_accelerators
 
 try:
     import ml_dtypes
@@ -34,7 +34,7 @@ class Backend:
     name: str
     module: str
     missing: tuple[str, ...] = ()  # dtypes the backend does not have
-    general: bool = False  # the general kernels only: small inputs' own path turned off
+    general: bool = False  # the generic kernels only: every accelerator turned off
 
     def __str__(self) -> str:
         return f"{self.name}-general" if self.general else self.name
@@ -42,7 +42,7 @@ class Backend:
     @contextlib.contextmanager
     def active(self) -> Iterator[Any]:
         """Import the backend (skip if absent) and yield its array-API namespace."""
-        path = _small.general_only() if self.general else contextlib.nullcontext()
+        path = no_accelerators() if self.general else contextlib.nullcontext()
         with path, self._namespace() as xp:
             yield xp
 
@@ -83,11 +83,15 @@ BACKENDS = (
     Backend("jax32", "jax", ("int64", "uint64", "float64")),
     Backend("dask", "dask", ("bfloat16",)),
 )
-# The backends with a small-input path (anyreduce._lib._small) once more with it turned
-# off: most test data are small, so the general kernels need their own run on them.
+# The backends with accelerators once more with them turned off: the generic kernels are
+# what runs under every tracer and compiler, so they need their own run on every test.
 BOTH_PATHS = (
     *BACKENDS,
-    *(dataclasses.replace(b, general=True) for b in BACKENDS if b.name in {"numpy", "torch"}),
+    *(
+        dataclasses.replace(b, general=True)
+        for b in BACKENDS
+        if b.name in {"numpy", "torch", "jax"}
+    ),
 )
 
 

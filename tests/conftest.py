@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from anyreduce._lib import _small
+from anyreduce._backends import no_accelerators
 from backends import BACKENDS, Backend
 
 
@@ -32,15 +32,14 @@ def dtype_available(backend: Backend) -> Any:
     return check
 
 
-@pytest.fixture(params=["small", "general"])
+@pytest.fixture(params=["accelerated", "generic"])
 def kernel_path(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Both ways anyreduce computes: small inputs' own formulations where they apply
-    (``anyreduce._lib._small``), and the general kernels alone. Most test data are small,
-    so without the second the general kernels would go untested on them. (Tests on the
+    """Both ways anyreduce computes: with the backends' accelerators where they apply, and
+    with the generic kernels alone (what runs under tracers and compilers). (Tests on the
     ``xp`` fixture get the same through ``backends.BOTH_PATHS``.)
     """
-    if request.param == "general":
-        with _small.general_only():
+    if request.param == "generic":
+        with no_accelerators():
             yield request.param
     else:
         yield request.param

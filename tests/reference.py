@@ -157,7 +157,8 @@ def _int_row(op: str, row: list[int], dtype: np.dtype) -> int:
     if op == "reduce_min":
         return min(row, default=high)
     if op == "reduce_log_sum":
-        return _saturate(_log(float(sum(row))), dtype)
+        # The wrapped sum ReduceSum gives (ReduceLogSum-18 is ReduceSum, then Log).
+        return _saturate(_log(float(_wrap(sum(row), dtype))), dtype)
     return _saturate(_lse([float(v) for v in row]), dtype)
 
 

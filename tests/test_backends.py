@@ -1,4 +1,4 @@
-"""The backend-specific code in ``anyreduce._lib._backends``: each gap it covers, on its backend."""
+"""The backend workarounds in ``anyreduce._backends``: each gap they cover, on its backend."""
 
 from __future__ import annotations
 

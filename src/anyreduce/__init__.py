@@ -23,8 +23,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
+from ._backends._threads import get_num_threads, set_num_threads
 from ._lib._errors import AxisError
-from ._lib._threads import get_num_threads, set_num_threads
 from ._reductions import (
     reduce_l1,
     reduce_l2,

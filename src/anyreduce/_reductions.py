@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ._lib import _backends, _dtypes, _small
+from . import _backends
+from ._lib import _dtypes
 from ._lib._axes import AxesLike, check_flag, normalize
 from ._lib._ops import OPS, Op, run
 
@@ -29,32 +30,26 @@ __all__ = [
 Array = Any
 
 
-# (operator, array type, dtype) -> (operator, namespace, small-path form and element
-# count or None), for data already found valid: one lookup in place of the namespace and
-# dtype checks and the small path's own lookups: a small call costs ~0.4 us less than
-# through ``run`` (numpy 2.4, torch 2.13).
-_VALID: dict[tuple[str, type, Any], tuple[Op, Any, Any]] = {}
+# (operator, array type, dtype) -> (operator, namespace) for data already found valid: one
+# lookup in place of the namespace and dtype checks.
+_VALID: dict[tuple[str, type, Any], tuple[Op, Any]] = {}
 
 
 def _reduce(
     name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
 ) -> Array:
     try:
-        op, xp, small = _VALID[name, type(data), data.dtype]
+        op, xp = _VALID[name, type(data), data.dtype]
     except (KeyError, AttributeError, TypeError):  # new, not an array, or an unhashable dtype
         op = OPS[name]
         xp = _backends.namespace(name, data)
         _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
-        small = _small.form_for(name, data)
-        with contextlib.suppress(TypeError):
-            _VALID[name, type(data), data.dtype] = op, xp, small
+        with contextlib.suppress(TypeError):  # an unhashable dtype is looked up each time
+            _VALID[name, type(data), data.dtype] = op, xp
     keep = check_flag(name, "keepdims", keepdims)
     noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
     normal = normalize(name, axes, data.ndim, noop)
-    result = _small.reduce_by(small, data, normal, keep)
-    if result is not None:
-        return result
-    return run(op, data, normal, keep, xp=xp, small=False)
+    return run(op, data, normal, keep, xp=xp)
 
 
 def reduce_sum(

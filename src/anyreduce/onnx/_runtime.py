@@ -14,7 +14,8 @@ from typing import Any
 
 import array_api_compat
 
-from .._lib import _backends, _dtypes
+from .. import _backends
+from .._lib import _dtypes
 from .._lib._ops import OPS, run
 from ._libraries import Library, library
 from ._opsets import NEWEST_OPSET, op_version
@@ -132,7 +133,7 @@ def _unary(
             shown = _dtypes.dtype_name(xp, x.dtype) or x.dtype
             msg = f"{label}: input dtype {shown} is not supported; it takes floating dtypes"
             raise TypeError(msg)
-        with _backends.computing(xp):
+        with _backends.quiet(xp):
             return function(xp, x)
 
     return evaluate
@@ -145,7 +146,7 @@ def _mul(label: str, inputs: Sequence[Array | None], attributes: Mapping[str, An
         msg = f"{label}: inputs must have one dtype, got {a.dtype} and {b.dtype}"
         raise TypeError(msg)
     xp = array_api_compat.array_namespace(a, b)
-    with _backends.computing(xp):
+    with _backends.quiet(xp):
         return xp.multiply(a, b)
 
 
@@ -161,7 +162,7 @@ def _cast(label: str, inputs: Sequence[Array | None], attributes: Mapping[str, A
     if dtype is None:
         msg = f"{label}: cannot cast to ONNX type {attributes['to']} ({name or 'unknown'}) here"
         raise TypeError(msg)
-    with _backends.computing(xp):
+    with _backends.quiet(xp):
         return xp.astype(x, dtype)
 
 
@@ -169,7 +170,7 @@ def _cast_like(label: str, inputs: Sequence[Array | None], attributes: Mapping[s
     _unexpected(label, attributes, ("saturate", "round_mode"))
     x, like = _arity(label, inputs, 2)
     xp = array_api_compat.array_namespace(x)
-    with _backends.computing(xp):
+    with _backends.quiet(xp):
         return xp.astype(x, like.dtype)
 
 

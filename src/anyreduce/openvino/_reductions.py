@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._lib import _backends, _dtypes
+from .. import _backends
+from .._lib import _dtypes
 from .._lib._axes import AxesLike, check_flag, normalize_axes
 from .._lib._ops import OPS, run
 

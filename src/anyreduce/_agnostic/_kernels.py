@@ -1,0 +1,537 @@
+"""The ten ONNX reductions as compositions of standard array-API calls.
+
+Every kernel takes ``(x, axes, keepdims, ctx)``: ``axes`` is a sorted tuple of
+non-negative axes (empty: reduce over nothing, the no-op form), ``x`` is non-empty data
+held in the dtype its backend computes it in (``ctx.dtype`` is the caller's dtype; the two
+differ only where a backend lacks kernels for a dtype, see ``anyreduce._backends``), and
+the result has the caller's dtype.
+
+One dtype policy (:func:`anyreduce._lib._dtypes.compute_float`): float16 and bfloat16
+accumulate in the widest float the namespace has, float32 and float64 in themselves;
+integers wrap in their own type. Where a float result can overflow or underflow in an
+intermediate step although the true result is representable (a sum whose partial sums
+overflow, a product, a sum of squares), the kernel computes the plain result and a careful
+one for the slices a cheap test on the plain result marks as suspect; ``ctx.select``
+chooses. The generic choice computes both; an eager backend may compute the careful form
+only when some slice needs it (see ``anyreduce._backends``), with the same values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .._lib import _dtypes
+from .._lib._axes import reduced_shape
+
+__all__ = ["KERNELS", "Context", "Kernel", "where_suspect", "whole"]
+
+Namespace = Any
+Array = Any
+Axes = tuple[int, ...]
+Select = Callable[[Namespace, Array, Callable[[], Array], Array], Array]
+Partial = Callable[[Namespace, Array, Axes], tuple[Array, ...]]
+Merge = Callable[[Namespace, tuple[Array, ...], Axes], tuple[Array, ...]]
+Parts = Callable[
+    [Namespace, Array, Axes, Partial, Merge, tuple[float, ...], Any], tuple[Array, ...]
+]
+
+
+def where_suspect(
+    xp: Namespace, suspect: Array, careful: Callable[[], Array], plain: Array
+) -> Array:
+    """``careful()`` where ``suspect`` holds, else ``plain``: both computed, no host read."""
+    return xp.where(suspect, careful(), plain)
+
+
+def whole(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    partial: Partial,
+    merge: Merge,
+    empty: tuple[float, ...],
+    dtype: Any,
+) -> tuple[Array, ...]:
+    """``partial(xp, x, axes)``: statistics of the data taken as one part.
+
+    A library whose arrays come in parts (Dask's chunks) takes ``partial`` of each part,
+    each statistic of ``dtype`` and ``empty`` over a part with no elements, and combines
+    them with ``merge``: one pass over the data, part by part.
+    """
+    return partial(xp, x, axes)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a kernel needs besides its data: the namespace, the caller's dtype, and how
+    suspect slices are recomputed (:func:`where_suspect` unless an eager backend says)."""
+
+    xp: Namespace
+    dtype: Any
+    select: Select = where_suspect
+    parts: Parts = whole
+
+
+Kernel = Callable[[Array, Axes, bool, Context], Array]
+
+# Scaling by a power of two is exact: a sum of terms scaled by 2**-64 cannot overflow
+# (it would need 2**64 terms), and the terms it flushes to zero are below 2**-62 in
+# float32, negligible beside a sum that overflowed.
+_DOWN = 2.0**-64
+_UP = 2.0**64
+_LOG_UP = 64 * math.log(2.0)
+
+
+# --- primitives --------------------------------------------------------------------------
+
+
+def _keep(xp: Namespace, r: Array, shape: tuple[int, ...], axes: Axes, keepdims: bool) -> Array:
+    """A keepdims=True partial result ``r`` in the output's shape."""
+    return r if keepdims else xp.reshape(r, reduced_shape(shape, axes, False))
+
+
+def _cast(xp: Namespace, r: Array, dtype: Any) -> Array:
+    """A fresh result in ``dtype`` (not copied again when it is already)."""
+    return xp.astype(r, dtype, copy=False)
+
+
+def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
+    """Sum accumulated in ``dtype`` (integers wrap modulo 2**bits); no axes: a copy."""
+    if not axes:
+        return xp.astype(x, dtype, copy=True)
+    return xp.sum(x, axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def rprod(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
+    """Product accumulated in ``dtype`` (integers wrap modulo 2**bits); no axes: a copy."""
+    if not axes:
+        return xp.astype(x, dtype, copy=True)
+    return xp.prod(x, axis=axes, keepdims=keepdims, dtype=dtype)
+
+
+def _carried_uint64(xp: Namespace, carrier: Any, dtype: Any) -> bool:
+    """Whether unsigned ``dtype`` is held as the signed ``carrier`` of the same bits."""
+    return (
+        carrier != dtype
+        and bool(xp.isdtype(dtype, "unsigned integer"))
+        and bool(xp.isdtype(carrier, "signed integer"))
+        and xp.iinfo(dtype).bits == xp.iinfo(carrier).bits
+    )
+
+
+def _flip_sign_bit(xp: Namespace, x: Array) -> Array:
+    # Maps the unsigned order of uint64 bit patterns held in int64 onto the signed order.
+    return xp.bitwise_xor(x, xp.full_like(x, -(2**63)))
+
+
+def _extreme(x: Array, axes: Axes, keepdims: bool, ctx: Context, high: bool) -> Array:
+    """Maximum (``high``; ``any`` for bool) or minimum (``all``); NaN propagates."""
+    xp = ctx.xp
+    if not axes:
+        return xp.asarray(x, copy=True)
+    if _dtypes.is_bool(xp, x.dtype):
+        return (xp.any if high else xp.all)(x, axis=axes, keepdims=keepdims)
+    reduce = xp.max if high else xp.min
+    if _carried_uint64(xp, x.dtype, ctx.dtype):
+        return _flip_sign_bit(xp, reduce(_flip_sign_bit(xp, x), axis=axes, keepdims=keepdims))
+    return reduce(x, axis=axes, keepdims=keepdims)
+
+
+def to_float(xp: Namespace, x: Array, dtype: Any, fdtype: Any) -> Array:
+    """Integers of logical dtype ``dtype`` as exact-as-possible floats of ``fdtype``."""
+    y = xp.astype(x, fdtype)
+    if _carried_uint64(xp, x.dtype, dtype):
+        y = xp.where(x < 0, y + 2.0**64, y)
+    return y
+
+
+def float_to_int(xp: Namespace, r: Array, dtype: Any, out_dtype: Any) -> Array:
+    """Truncate floats toward zero into integers of logical dtype ``dtype``.
+
+    Values beyond the dtype's range saturate at its limits (a float-to-int cast out of
+    range is undefined behaviour in C, and backends disagree); NaN and -inf give the dtype
+    minimum, the value the reference's cast gives on x86.
+    """
+    info = xp.iinfo(dtype)
+    low, high = int(info.min), int(info.max)
+    r = xp.trunc(r)
+    too_high = r >= float(high + 1)
+    too_low = (r < float(low)) | xp.isnan(r)
+    safe = xp.where(too_high | too_low, xp.zeros_like(r), r)
+    if _carried_uint64(xp, out_dtype, dtype):
+        safe = xp.where(safe >= 2.0**63, safe - 2.0**64, safe)
+        high = -1  # the int64 holding the bits of 2**64 - 1
+    out = xp.astype(safe, out_dtype)
+    out = xp.where(too_high, xp.full_like(out, high), out)
+    return xp.where(too_low, xp.full_like(out, low), out)
+
+
+def _wrapped(xp: Namespace, total: Array, dtype: Any) -> Array:
+    """An integer result held in a wider carrier, wrapped modulo 2**bits of ``dtype``."""
+    if total.dtype == dtype or not _dtypes.is_unsigned(xp, dtype):
+        return total
+    width = _dtypes.bits(xp, dtype)
+    if width >= xp.iinfo(total.dtype).bits:
+        return total
+    return xp.bitwise_and(total, (1 << width) - 1)
+
+
+def _count(shape: tuple[int, ...], axes: Axes) -> Any:
+    # A list: torch.compile (fullgraph) cannot pass a generator to math.prod.
+    return math.prod([shape[a] for a in axes])
+
+
+def _may_overflow(xp: Namespace, dtype: Any, acc: Any) -> bool:
+    """Whether a sum of ``dtype`` values accumulated in ``acc`` can overflow on the way."""
+    return float(xp.finfo(acc).max) < float(xp.finfo(dtype).max) * _UP
+
+
+def _linear_total(
+    x: Array, axes: Axes, keepdims: bool, ctx: Context, finish: Callable[[Array], Array]
+) -> Array:
+    """``finish(sum(x))`` for float ``x``, accumulated by the dtype policy, ``finish`` linear.
+
+    Partial sums can overflow where the total does not ([3e38, 3e38, -3e38] in float32):
+    slices whose total is not finite are summed again with every term scaled by 2**-64.
+    """
+    xp = ctx.xp
+    acc = _dtypes.compute_float(xp, ctx.dtype)
+    total = finish(rsum(xp, x, axes, keepdims, acc))
+    if not axes or not _may_overflow(xp, x.dtype, acc):
+        return total
+
+    def careful() -> Array:
+        return finish(rsum(xp, x * _DOWN, axes, keepdims, acc)) * _UP
+
+    return ctx.select(xp, ~xp.isfinite(total), careful, total)
+
+
+# --- the operators -----------------------------------------------------------------------
+
+
+def _sum(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    if _dtypes.is_integer(xp, ctx.dtype):
+        return rsum(xp, x, axes, keepdims, x.dtype)
+    return _cast(xp, _linear_total(x, axes, keepdims, ctx, lambda t: t), ctx.dtype)
+
+
+def _mean(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    n = _count(tuple(x.shape), axes)
+    if _dtypes.is_integer(xp, ctx.dtype):
+        return _int_mean(xp, x, axes, keepdims, ctx.dtype, n)
+    return _cast(xp, _linear_total(x, axes, keepdims, ctx, lambda t: t / n), ctx.dtype)
+
+
+def _sum_square(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    if _dtypes.is_integer(xp, ctx.dtype):
+        return rsum(xp, x * x, axes, keepdims, x.dtype)
+    acc = _dtypes.compute_float(xp, ctx.dtype)
+    y = xp.astype(x, acc, copy=False)
+    # Every term is positive: a partial sum never exceeds the total, so only a total
+    # beyond the dtype's range overflows.
+    return _cast(xp, rsum(xp, y * y, axes, keepdims, acc), ctx.dtype)
+
+
+def _l1(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    if _dtypes.is_integer(xp, ctx.dtype):
+        # |min| wraps to min, as in two's complement; unsigned data are their own |x|.
+        magnitude = x if _dtypes.is_unsigned(xp, ctx.dtype) else xp.abs(x)
+        return rsum(xp, magnitude, axes, keepdims, x.dtype)
+    acc = _dtypes.compute_float(xp, ctx.dtype)
+    return _cast(xp, rsum(xp, xp.abs(x), axes, keepdims, acc), ctx.dtype)
+
+
+def _root(xp: Namespace, total: Array) -> Array:
+    """The square root of a sum of squares, whose derivatives at 0 are 0 (finite).
+
+    sqrt'(0) is inf, and inf * 0 = NaN in the chain rule: a zero total is rooted as 1 and
+    masked, so the value and every derivative of the masked branch are 0.
+    """
+    zero = total == 0
+    return xp.where(zero, xp.zeros_like(total), xp.sqrt(xp.where(zero, xp.ones_like(total), total)))
+
+
+def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
+    """Whether squares of ``dtype`` values, and sums of them, stay finite and normal in ``wide``."""
+    narrow, broad = xp.finfo(dtype), xp.finfo(wide)
+    return 2 * math.log2(float(narrow.max)) + 32 < math.log2(float(broad.max)) and (
+        2 * math.log2(float(narrow.smallest_normal)) - 53 > math.log2(float(broad.smallest_normal))
+    )
+
+
+def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
+    """Per slice (keepdims): its largest magnitude m and the sum of (y / m) ** 2.
+
+    Scaled squares can neither overflow nor underflow; an all-zero, infinite or NaN slice
+    keeps scale 1. The scale is applied as two divisions by its root: XLA rewrites x / m
+    into x * (1 / m), and 1 / m is subnormal, so flushed to zero, for m above 2**126 in
+    float32.
+    """
+    m = xp.max(xp.abs(y), axis=axes, keepdims=True)
+    scale = xp.where((m == 0) | ~xp.isfinite(m), xp.ones_like(m), m)
+    root_scale = xp.sqrt(scale)
+    z = (y / root_scale) / root_scale
+    return scale, rsum(xp, z * z, axes, True, y.dtype)
+
+
+def _merge_scaled(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
+    """Parts' results of :func:`_scaled_squares` brought to the largest scale and summed."""
+    scales, totals = parts
+    scale = xp.max(scales, axis=axes, keepdims=True)
+    ratio = scales / scale
+    return scale, _sum_finite_scaled(xp, totals, ratio * ratio, axes)
+
+
+def _sum_finite_scaled(xp: Namespace, totals: Array, factors: Array, axes: Axes) -> Array:
+    # An infinite part total stays infinite even where its factor underflows to 0.
+    scaled = xp.where(xp.isinf(totals), totals, totals * factors)
+    return rsum(xp, scaled, axes, True, totals.dtype)
+
+
+def _scaled_root(ctx: Context, y: Array, axes: Axes) -> Array:
+    """L2 (keepdims) of each slice divided by its largest magnitude, then scaled back."""
+    xp = ctx.xp
+    scale, total = ctx.parts(xp, y, axes, _scaled_squares, _merge_scaled, (1.0, 0.0), y.dtype)
+    root_scale = xp.sqrt(scale)
+    return (_root(xp, total) * root_scale) * root_scale
+
+
+def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    shape = tuple(x.shape)
+    if _dtypes.is_integer(xp, ctx.dtype):
+        wide = _dtypes.widest_float(xp)
+        y = to_float(xp, x, ctx.dtype, wide)
+        root = xp.sqrt(rsum(xp, y * y, axes, keepdims, wide))
+        return float_to_int(xp, root, ctx.dtype, x.dtype)
+    acc = _dtypes.compute_float(xp, ctx.dtype)
+    if not axes:
+        return _cast(xp, xp.abs(x), ctx.dtype)
+    y = xp.astype(x, acc, copy=False)
+    if x.dtype != acc and _squares_fit(xp, x.dtype, acc):
+        return _cast(xp, _root(xp, rsum(xp, y * y, axes, keepdims, acc)), ctx.dtype)
+    total = rsum(xp, y * y, axes, True, acc)
+    info = xp.finfo(acc)
+    # Each square flushed to zero is off by at most the smallest normal number: below
+    # this floor that could exceed eps**2 * total per term.
+    floor = float(info.smallest_normal) / float(info.eps) ** 2
+    suspect = (total == math.inf) | (total < floor)
+    wide = _dtypes.widest_float(xp)
+    if wide != acc and _squares_fit(xp, x.dtype, wide):
+
+        def careful() -> Array:  # float32 squares are finite and normal in float64
+            w = xp.astype(x, wide)
+            return xp.astype(_root(xp, rsum(xp, w * w, axes, True, wide)), acc)
+
+    else:
+
+        def careful() -> Array:
+            return _scaled_root(ctx, y, axes)
+
+    root = ctx.select(xp, suspect, careful, _root(xp, total))
+    return _cast(xp, _keep(xp, root, shape, axes, keepdims), ctx.dtype)
+
+
+def _prod(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    if _dtypes.is_integer(xp, ctx.dtype):
+        return rprod(xp, x, axes, keepdims, x.dtype)
+    acc = _dtypes.compute_float(xp, ctx.dtype)
+    plain = rprod(xp, x, axes, keepdims, acc)
+    if not axes:
+        return _cast(xp, plain, ctx.dtype)
+    # A partial product can overflow or underflow where the product does not, and then
+    # meet a zero or an infinity: only finite, non-zero products are taken as they are.
+    suspect = ~xp.isfinite(plain) | (plain == 0)
+    careful = _careful_product(ctx, x, axes, keepdims, _dtypes.widest_float(xp), acc)
+    return _cast(xp, ctx.select(xp, suspect, careful, plain), ctx.dtype)
+
+
+def _careful_product(
+    ctx: Context, x: Array, axes: Axes, keepdims: bool, wide: Any, acc: Any
+) -> Callable[[], Array]:
+    """The product of float ``x`` with exponents tracked apart from the significands.
+
+    Each |x| is split as ``m * 2**e`` with ``e`` an integer and ``m`` near [1, 2): the
+    ``e`` add up exactly, the ``log2(m)`` (each at most 1) add up with an error of about
+    ``n * eps``, as a product's roundings do, and the result is ``2**(L + E)`` scaled in
+    two exact steps, so nothing overflows or underflows before the final rounding (to
+    ``acc``, the dtype of the plain product).
+    """
+    xp = ctx.xp
+
+    def careful() -> Array:
+        y = xp.astype(x, wide)
+        zero = (0.0,) * 6
+        logs, exponents, zeros, infinities, nans, negatives = ctx.parts(
+            xp, y, axes, _product_terms, _add_parts, zero, wide
+        )
+        whole = xp.round(logs)
+        k = whole + exponents
+        half = xp.floor(k / 2)
+        magnitude = (2.0 ** (logs - whole)) * (2.0**half) * (2.0 ** (k - half))
+        magnitude = xp.where(infinities > 0, xp.full_like(magnitude, math.inf), magnitude)
+        magnitude = xp.where(zeros > 0, xp.zeros_like(magnitude), magnitude)
+        undefined = (nans > 0) | ((zeros > 0) & (infinities > 0))
+        magnitude = xp.where(undefined, xp.full_like(magnitude, math.nan), magnitude)
+        odd = xp.remainder(negatives, 2.0) == 1
+        result = xp.where(odd, -magnitude, magnitude)
+        return xp.astype(_keep(xp, result, tuple(x.shape), axes, keepdims), acc)
+
+    return careful
+
+
+def _product_terms(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, ...]:
+    """Per slice (keepdims): the sums of log2(m) and of e over the regular |y| = m * 2**e,
+    and the counts of zeros, infinities, NaNs and negative signs."""
+    a = xp.abs(y)
+    regular = xp.isfinite(a) & (a != 0)
+    a1 = xp.where(regular, a, xp.ones_like(a))
+    e = xp.floor(xp.log2(a1))
+    mantissa_logs = xp.where(regular, xp.log2(a1 / (2.0**e)), xp.zeros_like(a))
+
+    def total(values: Array) -> Array:
+        return rsum(xp, xp.astype(values, y.dtype), axes, True, y.dtype)
+
+    return (
+        total(mantissa_logs),
+        total(xp.where(regular, e, xp.zeros_like(e))),
+        total(a == 0),
+        total(xp.isinf(a)),
+        total(xp.isnan(a)),
+        total(xp.signbit(y)),
+    )
+
+
+def _add_parts(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
+    return tuple(rsum(xp, p, axes, True, p.dtype) for p in parts)
+
+
+def _max(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    return _extreme(x, axes, keepdims, ctx, high=True)
+
+
+def _min(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    return _extreme(x, axes, keepdims, ctx, high=False)
+
+
+def _log(xp: Namespace, total: Array) -> Array:
+    """log of a sum whose zeros give -inf with a zero (not NaN) derivative."""
+    zero = total == 0
+    logs = xp.log(xp.where(zero, xp.ones_like(total), total))
+    return xp.where(zero, xp.full_like(total, -math.inf), logs)
+
+
+def _log_sum(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    if _dtypes.is_integer(xp, ctx.dtype):
+        # The exact sum (wrapped, as ReduceSum defines it), then its logarithm.
+        wide = _dtypes.widest_float(xp)
+        total = _wrapped(xp, rsum(xp, x, axes, keepdims, x.dtype), ctx.dtype)
+        total = to_float(xp, total, ctx.dtype, wide)
+        return float_to_int(xp, xp.log(total), ctx.dtype, x.dtype)
+    acc = _dtypes.compute_float(xp, ctx.dtype)
+    total = rsum(xp, x, axes, keepdims, acc)
+    if not axes:
+        return _cast(xp, xp.log(total), ctx.dtype)
+    logs = xp.log(total)
+    if _may_overflow(xp, x.dtype, acc):
+        # A sum that overflowed on the way: the logarithm of the scaled sum, shifted back.
+        def careful() -> Array:
+            return xp.log(rsum(xp, x * _DOWN, axes, keepdims, acc)) + _LOG_UP
+
+        logs = ctx.select(xp, ~xp.isfinite(total), careful, logs)
+    return _cast(xp, logs, ctx.dtype)
+
+
+def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    xp = ctx.xp
+    integer = _dtypes.is_integer(xp, ctx.dtype)
+    wide = _dtypes.widest_float(xp) if integer else _dtypes.compute_float(xp, ctx.dtype)
+    y = to_float(xp, x, ctx.dtype, wide) if integer else xp.astype(x, wide, copy=False)
+    if not axes:
+        r = xp.asarray(y, copy=True)
+    else:
+        shift, total = ctx.parts(xp, y, axes, _shifted_exps, _merge_shifted, (0.0, 0.0), wide)
+        r = _keep(xp, _log(xp, total) + shift, tuple(x.shape), axes, keepdims)
+    return float_to_int(xp, r, ctx.dtype, x.dtype) if integer else _cast(xp, r, ctx.dtype)
+
+
+def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
+    """Per slice (keepdims): a shift m and the sum of exp(y - m), m the slice's maximum.
+
+    The shift keeps exp from overflowing; a slice whose maximum is +-inf or NaN is not
+    shifted, which gives +inf, -inf and NaN by IEEE rules.
+    """
+    m = xp.max(y, axis=axes, keepdims=True)
+    shift = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    return shift, rsum(xp, xp.exp(y - shift), axes, True, y.dtype)
+
+
+def _merge_shifted(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
+    """Parts' results of :func:`_shifted_exps` brought to the largest shift and summed."""
+    shifts, totals = parts
+    shift = xp.max(shifts, axis=axes, keepdims=True)
+    return shift, _sum_finite_scaled(xp, totals, xp.exp(shifts - shift), axes)
+
+
+def _trunc_div(xp: Namespace, q: Array, rem_nonzero: Array) -> Array:
+    # floor(t / n) -> trunc(t / n): add one where the quotient is negative and inexact.
+    return xp.where((q < 0) & rem_nonzero, q + 1, q)
+
+
+def _int_mean(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any, n: Any) -> Array:
+    """The exact mean of integers, truncated toward zero, in ``x.dtype``.
+
+    Small types sum exactly in the widest integer. Wide types are split into limbs whose
+    sums cannot overflow; the mean is then found by long division limb by limb, so the
+    result is exact whatever the sum's size (the mean always fits the type).
+    """
+    if not axes:
+        return xp.asarray(x, copy=True)
+    acc = _dtypes.widest_int(xp)
+    wide_bits = _dtypes.bits(xp, acc)
+    width = _dtypes.bits(xp, dtype)
+    signed = not _dtypes.is_unsigned(xp, dtype)
+    if wide_bits - width >= 24:  # n * 2**width stays below 2**(wide_bits - 1)
+        total = rsum(xp, x, axes, keepdims, acc)
+        floor = total // n
+        result = _trunc_div(xp, floor, total - floor * n != 0) if signed else floor
+        return xp.astype(result, x.dtype)
+    limb = 16 if wide_bits == 64 else 8
+    mask = (1 << limb) - 1
+    wide = xp.astype(x, acc)  # keeps the bits of uint64/uint32 held in int64/int32
+    carry: Array | int = 0
+    quotient: Array | int = 0
+    for j in reversed(range(width // limb)):
+        part = xp.bitwise_right_shift(wide, j * limb) if j else wide
+        top = j == width // limb - 1
+        if not (top and signed):
+            part = xp.bitwise_and(part, mask)
+        value = carry * (1 << limb) + rsum(xp, part, axes, keepdims, acc)
+        digit = value // n
+        carry = value - digit * n
+        quotient = quotient * (1 << limb) + digit
+    result = _trunc_div(xp, quotient, carry != 0) if signed else quotient
+    return xp.astype(result, x.dtype)
+
+
+KERNELS: dict[str, Kernel] = {
+    "reduce_sum": _sum,
+    "reduce_sum_square": _sum_square,
+    "reduce_l1": _l1,
+    "reduce_l2": _l2,
+    "reduce_mean": _mean,
+    "reduce_prod": _prod,
+    "reduce_max": _max,
+    "reduce_min": _min,
+    "reduce_log_sum": _log_sum,
+    "reduce_log_sum_exp": _log_sum_exp,
+}

@@ -1,0 +1,107 @@
+"""The backend registry: one module per array library for its workarounds and accelerators.
+
+Each module (``_numpy``, ``_torch``, ``_jax``, ``_dask``, ``_strict``) declares a
+:class:`Profile`: how the generic kernels (``anyreduce._agnostic``) run on that library
+(a namespace shim holding its workarounds, each citing the upstream issue; dtype carriers;
+which data are eager) and its :class:`Accelerator` entries. :func:`reduce` is the one
+dispatch: an accelerator runs only on eager data, within its declared domain, while
+accelerators are on; everything else, and everything traced, compiled or lazy, runs the
+generic kernel. Nothing else in the package branches on the backend.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import array_api_compat
+
+from .._lib import _dtypes
+from . import _dask, _jax, _numpy, _strict, _torch
+from ._base import Accelerator, Profile, accelerators_enabled, generic, no_accelerators, run_kernel
+
+__all__ = [
+    "PROFILES",
+    "Accelerator",
+    "Profile",
+    "accelerators",
+    "accelerators_enabled",
+    "namespace",
+    "no_accelerators",
+    "profile_for",
+    "quiet",
+    "reduce",
+    "run_kernel",
+]
+
+Namespace = Any
+Array = Any
+Axes = tuple[int, ...]
+
+PROFILES: tuple[Profile, ...] = (
+    _numpy.PROFILE,
+    _torch.PROFILE,
+    _jax.PROFILE,
+    _dask.PROFILE,
+    _strict.PROFILE,
+)
+
+# A namespace of another library: the generic kernels as they are, no accelerator.
+_OTHER = Profile(name="other", recognises=lambda xp: True)
+
+
+@functools.cache
+def profile_for(xp: Namespace) -> Profile:
+    """The profile of the library behind namespace ``xp``."""
+    for profile in PROFILES:
+        if profile.recognises(xp):
+            return profile
+    return _OTHER
+
+
+def accelerators() -> tuple[tuple[Profile, Accelerator], ...]:
+    """Every registered accelerator with its library's profile."""
+    return tuple((p, a) for p in PROFILES for a in p.accelerators)
+
+
+# The namespace of an array depends on its type only; looking it up costs ~5 us a call.
+_NAMESPACES: dict[type, Namespace] = {}
+
+
+def namespace(op: str, data: object) -> Namespace:
+    """The array-API namespace of ``data``, or a TypeError naming ``op``."""
+    known = _NAMESPACES.get(type(data))
+    if known is not None:
+        return known
+    if not array_api_compat.is_array_api_obj(data):
+        msg = (
+            f"{op}: data must be an array (numpy, torch, jax, dask, array-api-strict, ...), "
+            f"got {type(data).__name__}"
+        )
+        raise TypeError(msg)
+    try:
+        xp = array_api_compat.array_namespace(data)
+    except TypeError as e:
+        msg = f"{op}: data of type {type(data).__name__} is not an array anyreduce supports"
+        raise TypeError(msg) from e
+    _NAMESPACES[type(data)] = xp
+    return xp
+
+
+def quiet(xp: Namespace) -> Any:
+    """A context in which ``xp``'s library does not warn about IEEE special values."""
+    return profile_for(xp).quiet()
+
+
+def reduce(op: str, x: Array, axes: Axes, keepdims: bool, xp: Namespace) -> Array:
+    """Operator ``op`` on non-empty ``x``: an accelerator where one covers the call, else
+    the generic kernel."""
+    profile = profile_for(xp)
+    if profile.accelerators and accelerators_enabled() and profile.eager(x):
+        name = _dtypes.dtype_name(xp, x.dtype)
+        for accelerator in profile.accelerators:
+            if accelerator.covers_call(op, name):
+                result = accelerator.run(op, x, axes, keepdims, profile)
+                if result is not None:
+                    return result
+    return generic(profile, xp, op, x, axes, keepdims)

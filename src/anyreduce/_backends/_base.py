@@ -1,0 +1,178 @@
+"""What a backend module declares: its profile (workarounds) and its accelerators."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._agnostic import KERNELS, Context
+from .._agnostic._kernels import Parts, Select, where_suspect, whole
+from .._lib import _dtypes
+
+__all__ = [
+    "Accelerator",
+    "Profile",
+    "accelerators_enabled",
+    "generic",
+    "no_accelerators",
+    "run_kernel",
+]
+
+Namespace = Any
+Array = Any
+Axes = tuple[int, ...]
+
+
+def _identity(x: Array) -> Array:
+    return x
+
+
+def _lower_as_is(xp: Namespace, result: Array, dtype: Any) -> Array:
+    return result if result.dtype == dtype else xp.astype(result, dtype)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one array library runs the generic kernels.
+
+    Attributes
+    ----------
+    name : str
+        The library's name in the backend registry (``numpy``, ``torch``, ...).
+    recognises : callable
+        ``recognises(xp)``: whether namespace ``xp`` is this library's.
+    shim : callable
+        ``shim(xp)``: the namespace the kernels are given: ``xp`` itself, or ``xp`` with the
+        library's workarounds (each names its upstream issue in the module that defines it).
+    lift, lower : callable
+        ``lift(x)``: the data in the dtype it is computed in (a wider carrier where the
+        library lacks kernels for its dtype); ``lower(xp, result, dtype)`` undoes it.
+    quiet : callable
+        A context in which the library's IEEE warnings are silenced (the contract asks for
+        the values they warn about: log(0) = -inf, inf - inf = NaN).
+    parts : callable
+        How statistics of data that come in parts are taken and merged (Dask's chunks);
+        ``anyreduce._agnostic.whole`` for data in one piece.
+    eager : callable
+        ``eager(x)``: whether ``x`` holds concrete values that may be read on the host now
+        (not traced, compiled, lazy, or on a device where a read is a synchronisation).
+        Accelerators run only on such data.
+    accelerators : tuple of Accelerator
+        The library's registered accelerators, tried in order.
+    """
+
+    name: str
+    recognises: Callable[[Namespace], bool]
+    shim: Callable[[Namespace], Namespace] = _identity
+    lift: Callable[[Array], Array] = _identity
+    lower: Callable[[Namespace, Array, Any], Array] = _lower_as_is
+    quiet: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
+    parts: Parts = whole
+    eager: Callable[[Array], bool] = lambda x: False
+    accelerators: tuple[Accelerator, ...] = ()
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """A faster way to compute some reductions on one library, proven equal to the generic
+    kernel by ``tests/test_accelerators.py`` over its declared domain.
+
+    Attributes
+    ----------
+    name : str
+        Unique within its library.
+    ops : frozenset of str
+        The operators it covers (``reduce_sum``, ...).
+    dtypes : frozenset of str
+        The dtype names it covers (``float32``, ``int8``, ``bool``, ...).
+    covers : str
+        In words: the layouts and sizes it covers beyond ops and dtypes ("any", "C-ordered
+        float16 data", ...). Every accelerator runs on eager data only (``Profile.eager``).
+    earned : str
+        One line: the measurement that earns it its place.
+    exact : bool
+        True if it gives the generic kernel's values bit for bit; False if it is only held
+        to the contract's accuracy bound.
+    run : callable
+        ``run(op, x, axes, keepdims, profile)``: the result in the caller's dtype, or None
+        where it declines (a layout it does not cover).
+    """
+
+    name: str
+    ops: frozenset[str]
+    dtypes: frozenset[str]
+    covers: str
+    earned: str
+    exact: bool
+    run: Callable[[str, Array, Axes, bool, Profile], Array | None] = field(repr=False)
+
+    def covers_call(self, op: str, dtype_name: str | None) -> bool:
+        """Whether the declared operators and dtypes include this call."""
+        return op in self.ops and dtype_name in self.dtypes
+
+
+# --- the switch ----------------------------------------------------------------------------
+
+_switch = threading.local()
+
+
+def _enabled_by_environment() -> bool:
+    value = os.environ.get("ANYREDUCE_ACCELERATORS", "1").strip().lower()
+    return value not in {"0", "false", "no", "off"}
+
+
+_ENVIRONMENT = _enabled_by_environment()
+
+
+def accelerators_enabled() -> bool:
+    """Whether accelerators may run in this thread (``ANYREDUCE_ACCELERATORS=0`` and
+    :func:`no_accelerators` turn them off)."""
+    return _ENVIRONMENT and not getattr(_switch, "off", False)
+
+
+@contextlib.contextmanager
+def no_accelerators() -> Iterator[None]:
+    """Within the block, this thread computes with the generic kernels alone."""
+    before = getattr(_switch, "off", False)
+    _switch.off = True
+    try:
+        yield
+    finally:
+        _switch.off = before
+
+
+# --- running a kernel ----------------------------------------------------------------------
+
+
+def run_kernel(
+    profile: Profile,
+    xp: Namespace,
+    op: str,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    select: Select = where_suspect,
+) -> Array:
+    """The generic kernel of ``op`` on non-empty ``x`` (of namespace ``xp``), run the way
+    ``profile``'s library needs, with ``select`` choosing careful slices."""
+    dtype = x.dtype
+    with profile.quiet():
+        carried = profile.lift(x)
+        ctx = Context(profile.shim(xp), dtype, select, profile.parts)
+        result = KERNELS[op](carried, axes, keepdims, ctx)
+        return profile.lower(xp, result, dtype)
+
+
+def generic(
+    profile: Profile, xp: Namespace, op: str, x: Array, axes: Axes, keepdims: bool
+) -> Array:
+    """:func:`run_kernel` with the generic select: what runs under tracers and compilers."""
+    return run_kernel(profile, xp, op, x, axes, keepdims)
+
+
+def dtype_name(xp: Namespace, dtype: Any) -> str | None:
+    return _dtypes.dtype_name(xp, dtype)

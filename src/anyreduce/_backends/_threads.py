@@ -1,0 +1,200 @@
+"""Large NumPy reductions on every core the process may use.
+
+NumPy runs each reduction on one core (numpy 2.4); PyTorch, XLA and onnxruntime use all of
+them. NumPy data are split along a kept axis into slabs reduced on pool threads (the GIL is
+released inside NumPy's loops). Each result element is then computed by the same loop over
+the same values as without threads, so the values are bit for bit those of one thread,
+whatever the number of threads. Data reduced over every axis are not split: merging slabs
+would change the order of the additions.
+
+No BLAS call is made, so a ``fork`` while another thread reduces does not inherit a held
+BLAS lock; a child process makes its own pool (``os.register_at_fork``). Changing the
+number of threads replaces the pool without shutting the old one down under the calls
+still using it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["get_num_threads", "set_num_threads", "split"]
+
+Array = Any
+Axes = tuple[int, ...]
+
+#: Fewest elements per slab (4 MiB of float32): a hand-off to a pool thread costs 20-50 us,
+#: about 1% of a float32 sum of this size.
+SLAB_ELEMENTS = 2**20
+
+
+class _State:
+    """The pool and the setting, shared by every thread of the process."""
+
+    lock = threading.Lock()
+    pool: ThreadPoolExecutor | None = None
+    pool_size = 0
+    requested: int | None = None
+
+
+_worker = threading.local()
+
+
+def _forget_pool() -> None:
+    # In a child made by fork the parent's pool threads do not exist.
+    _State.pool, _State.pool_size = None, 0
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity
+        return os.cpu_count() or 1
+
+
+class ThreadSettingWarning(RuntimeWarning):
+    """``ANYREDUCE_NUM_THREADS`` holds a value that is not a positive integer."""
+
+
+_reported: set[str] = set()
+
+
+def _from_environment() -> int | None:
+    value = os.environ.get("ANYREDUCE_NUM_THREADS", "").strip()
+    if not value:
+        return None
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads >= 1:
+        return threads
+    if value not in _reported:  # said once per value, never an error in every call
+        _reported.add(value)
+        msg = (
+            f"ANYREDUCE_NUM_THREADS must be a positive integer, got {value!r}; "
+            "using the number of cores this process may run on"
+        )
+        warnings.warn(msg, ThreadSettingWarning, stacklevel=4)
+    return None
+
+
+def get_num_threads() -> int:
+    """The number of threads large NumPy reductions are split over.
+
+    Set by :func:`set_num_threads`, else by the environment variable
+    ``ANYREDUCE_NUM_THREADS``, else the number of cores this process may run on. The
+    values of every result are the same for any number of threads.
+
+    Returns
+    -------
+    int
+        The number of threads, 1 or more.
+
+    Examples
+    --------
+    >>> import anyreduce
+    >>> anyreduce.get_num_threads() >= 1
+    True
+    """
+    if _State.requested is not None:
+        return _State.requested
+    return _from_environment() or _available_cores()
+
+
+def set_num_threads(threads: int | None) -> int:
+    """Set how many threads large NumPy reductions use; return the previous setting.
+
+    Parameters
+    ----------
+    threads : int or None
+        A positive number of threads (1: no threads), or None to go back to the default
+        (``ANYREDUCE_NUM_THREADS``, else the number of cores).
+
+    Returns
+    -------
+    int
+        The number of threads before the call.
+
+    Raises
+    ------
+    ValueError
+        `threads` is not a positive integer or None.
+
+    Examples
+    --------
+    >>> import anyreduce
+    >>> before = anyreduce.set_num_threads(1)
+    >>> _ = anyreduce.set_num_threads(before)
+    """
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        msg = f"set_num_threads: threads must be a positive integer or None, got {threads!r}"
+        raise ValueError(msg)
+    before = get_num_threads()
+    _State.requested = threads
+    return before
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    with _State.lock:
+        if _State.pool is None or _State.pool_size != workers:
+            # The old pool is not shut down: calls holding it finish on it, and its
+            # threads end once it is no longer referenced.
+            _State.pool = ThreadPoolExecutor(workers, thread_name_prefix="anyreduce")
+            _State.pool_size = workers
+        return _State.pool
+
+
+def _split_axis(x: Array, axes: Axes) -> int | None:
+    """The outermost kept axis of length 2 or more, or None."""
+    for a in range(x.ndim):
+        if a not in axes and x.shape[a] >= 2:
+            return a
+    return None
+
+
+def split(x: Array, axes: Axes, keepdims: bool, reduce: Callable[[Array], Array]) -> Array | None:
+    """``reduce`` of NumPy ``x`` computed slab by slab along a kept axis on pool threads.
+
+    ``reduce(slab)`` reduces one slab over ``axes`` with ``keepdims``. None where the data
+    are not split: too small, no kept axis, one thread, or already on a pool thread.
+    """
+    import numpy as np
+
+    threads = get_num_threads()
+    if threads < 2 or getattr(_worker, "active", False) or not axes:
+        return None
+    if x.size < 2 * SLAB_ELEMENTS:
+        return None
+    axis = _split_axis(x, axes)
+    if axis is None:
+        return None
+    length = x.shape[axis]
+    parts = min(threads, length, x.size // SLAB_ELEMENTS)
+    bounds = [(length * i // parts, length * (i + 1) // parts) for i in range(parts)]
+    index = (slice(None),) * axis
+
+    def one(start: int, stop: int) -> Array:
+        _worker.active = True
+        try:
+            part = (*index, slice(start, stop))
+            return reduce(x[part])
+        finally:
+            _worker.active = False
+
+    pool = _executor(threads)
+    futures = [pool.submit(one, start, stop) for start, stop in bounds[1:]]
+    first = one(*bounds[0])
+    results = [first, *(f.result() for f in futures)]
+    # The split axis keeps its place unless it follows reduced axes that are dropped.
+    out_axis = axis if keepdims else axis - sum(1 for a in axes if a < axis)
+    return np.concatenate(results, axis=out_axis)

@@ -1,0 +1,183 @@
+"""Every registered accelerator against the generic kernel, over its declared domain.
+
+An accelerator (``anyreduce._backends``) must give the generic kernel's values bit for bit
+where it declares ``exact``, and within the contract's bound otherwise; outside the
+operators and dtypes it declares, the dispatch must never call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anyreduce
+from anyreduce import _backends
+from anyreduce._backends import Accelerator, Profile, no_accelerators
+from backends import BACKENDS, TOLERANCE, make, np_dtype, to_numpy
+
+_REGISTERED = _backends.accelerators()
+
+# Shapes and axes each accelerator is tried on: small, and large enough for the threaded
+# NumPy accelerator (2**21 elements or more with a kept axis).
+_CASES: list[tuple[tuple[int, ...], tuple[int, ...] | None]] = [
+    ((3, 5), (1,)),
+    ((4, 3, 5), (0, 2)),
+    ((7,), None),
+    ((6, 4), (0,)),
+    ((2, 2**20), (1,)),
+    ((2**11, 2**10), (0,)),
+]
+
+_SPECIAL = {
+    "float": [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e38, -3e38, 1e-30],
+}
+
+
+def _backend(profile: Profile) -> Any:
+    for backend in BACKENDS:
+        if backend.name == profile.name:
+            return backend
+    pytest.skip(f"no test backend named {profile.name}")
+
+
+def _values(dtype: str, shape: tuple[int, ...], special: bool, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.startswith(("int", "uint")):
+        info = np.iinfo(dtype)
+        low, high = max(int(info.min), -50), min(int(info.max), 50)
+        return rng.integers(low, high + 1, shape).astype(dtype)
+    values = rng.standard_normal(shape)
+    if special and values.size <= 1000:
+        flat = values.reshape(-1)
+        picks = rng.choice(_SPECIAL["float"], size=flat.size // 3)
+        flat[rng.choice(flat.size, size=picks.size, replace=False)] = picks
+    with np.errstate(over="ignore"):  # 3e38 is inf in float16: as intended
+        return values.astype(np_dtype(dtype))
+
+
+@contextlib.contextmanager
+def _registered(profile: Profile, accelerators: tuple[Accelerator, ...]) -> Iterator[None]:
+    """``profile`` with ``accelerators`` in place of its own, within the block."""
+    before = profile.accelerators
+    object.__setattr__(profile, "accelerators", accelerators)
+    try:
+        yield
+    finally:
+        object.__setattr__(profile, "accelerators", before)
+
+
+def _ids(entry: tuple[Profile, Accelerator]) -> str:
+    return f"{entry[0].name}-{entry[1].name}"
+
+
+def test_every_accelerator_declares_its_place() -> None:
+    assert _REGISTERED, "no accelerator registered"
+    names = [_ids(e) for e in _REGISTERED]
+    assert len(names) == len(set(names))
+    for _, accelerator in _REGISTERED:
+        assert accelerator.ops <= set(anyreduce._reductions.__all__)
+        assert accelerator.dtypes, accelerator.name
+        assert accelerator.covers.strip(), accelerator.name
+        assert accelerator.earned.strip(), accelerator.name
+
+
+@pytest.mark.parametrize("entry", _REGISTERED, ids=_ids)
+@pytest.mark.parametrize("special", [False, True], ids=["normal", "specials"])
+@pytest.mark.parametrize(("shape", "axes"), _CASES, ids=str)
+def test_accelerator_equals_the_generic_kernel(
+    entry: tuple[Profile, Accelerator],
+    special: bool,
+    shape: tuple[int, ...],
+    axes: tuple[int, ...] | None,
+) -> None:
+    profile, accelerator = entry
+    backend = _backend(profile)
+    large = math.prod(shape) > 2**16
+    checked = 0
+    with backend.active() as xp:
+        for dtype in sorted(accelerator.dtypes):
+            if not backend.has(dtype) or (large and dtype not in {"float32", "int32"}):
+                continue
+            values = _values(dtype, shape, special, seed=len(dtype) + len(shape))
+            data = make(xp, values, dtype)
+            for op in sorted(accelerator.ops):
+                if dtype == "bool" and op not in {"reduce_max", "reduce_min"}:
+                    continue
+                normal = tuple(range(len(shape))) if axes is None else axes
+                ran = accelerator.run(op, data, normal, True, profile)
+                if ran is None:  # declined: a layout it does not cover
+                    continue
+                with no_accelerators():
+                    want = getattr(anyreduce, op)(data, axes)
+                checked += 1
+                _assert_same(ran, want, dtype, exact=accelerator.exact, what=f"{op} {dtype}")
+    if not checked:
+        pytest.skip(f"{accelerator.name} covers nothing of {shape} over {axes}")
+
+
+def _assert_same(got: Any, want: Any, dtype: str, *, exact: bool, what: str) -> None:
+    assert got.dtype == want.dtype, what
+    assert tuple(got.shape) == tuple(want.shape), what
+    g, w = to_numpy(got), to_numpy(want)
+    if dtype == "bool" or not dtype.startswith(("float", "bfloat")):
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        return
+    g, w = g.astype(np.float64), w.astype(np.float64)
+    if exact:  # bit for bit: NaN where NaN, and the sign of zero
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w), err_msg=what)
+        return
+    np.testing.assert_allclose(g, w, rtol=8 * TOLERANCE[dtype], equal_nan=True, err_msg=what)
+
+
+@pytest.mark.parametrize("entry", _REGISTERED, ids=_ids)
+def test_dispatch_never_calls_an_accelerator_outside_its_domain(
+    entry: tuple[Profile, Accelerator],
+) -> None:
+    profile, accelerator = entry
+    backend = _backend(profile)
+    calls: list[tuple[str, Any]] = []
+
+    def spy(op: str, x: Any, axes: Any, keepdims: bool, p: Profile) -> Any:
+        calls.append((op, x.dtype))
+        return original(op, x, axes, keepdims, p)
+
+    original = accelerator.run
+    replaced = tuple(
+        dataclasses.replace(a, run=spy) if a is accelerator else a for a in profile.accelerators
+    )
+    with _registered(profile, replaced), backend.active() as xp:
+        for dtype in ("float32", "int16", "bool"):
+            if not backend.has(dtype):
+                continue
+            data = make(xp, _values(dtype, (4, 6), False, 1), dtype)
+            for op in anyreduce._reductions.__all__:
+                if dtype == "bool" and op not in {"reduce_max", "reduce_min"}:
+                    continue
+                getattr(anyreduce, op)(data, 1)
+    for op, dt in calls:
+        assert op in accelerator.ops, f"{accelerator.name} ran {op}"
+        assert _backends._base.dtype_name(xp, dt) in accelerator.dtypes
+
+
+@pytest.mark.parametrize("entry", _REGISTERED, ids=_ids)
+def test_no_accelerator_runs_when_they_are_off(entry: tuple[Profile, Accelerator]) -> None:
+    profile, accelerator = entry
+    backend = _backend(profile)
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError(f"{accelerator.name} ran with accelerators off")
+
+    replaced = tuple(dataclasses.replace(a, run=refuse) for a in profile.accelerators)
+    with _registered(profile, replaced), backend.active() as xp, no_accelerators():
+        data = make(xp, _values("float32", (4, 6), False, 2), "float32")
+        for op in sorted(accelerator.ops):
+            getattr(anyreduce, op)(data, 1)
