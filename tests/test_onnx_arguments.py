@@ -555,3 +555,67 @@ def test_a_node_given_its_declared_inputs_runs(xp: Any, backend: Backend) -> Non
     assert y.tolist() == [[15.0]]
     (y,) = backend_class.run_node(SUM_AXES, [x, np.array([1])])
     assert y.tolist() == [[3.0], [12.0]]
+
+
+# --- odd layouts: accepted, computed as NumPy computes them, and left as they were
+
+FREE = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None])
+ROW_SUMS = _model(
+    [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+    [FREE],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])],
+)
+ROW_SUMS.graph.initializer.append(onnx.numpy_helper.from_array(np.array([1]), "axes"))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+BASE = np.arange(24, dtype=np.float32).reshape(4, 6) - 7.5
+LAYOUTS: dict[str, Callable[[], np.ndarray]] = {
+    "c-order": BASE.copy,
+    "fortran-order": lambda: np.asfortranarray(BASE),
+    "reversed": lambda: BASE.copy()[::-1, ::-1],
+    "every-other-column": lambda: BASE.copy()[:, ::2],
+    "read-only": lambda: _read_only(BASE),
+    "broadcast-view": lambda: np.broadcast_to(BASE[:1], (4, 6)),
+    "zero-rows": lambda: np.zeros((0, 6), dtype=np.float32),
+    "zero-columns": lambda: np.zeros((4, 0), dtype=np.float32),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_odd_layouts_run_unchanged(xp: Any, backend: Backend, layout: str) -> None:
+    backend_class = anyreduce.onnx.backend_for(_library(backend))
+    x = LAYOUTS[layout]()
+    before = (x.copy(), x.strides, x.flags.writeable)
+    (y,) = backend_class.run_model(ROW_SUMS, [x])
+    assert y.dtype == np.float32
+    assert y.shape == (x.shape[0],)
+    np.testing.assert_allclose(y, np.sum(x, axis=1, dtype=np.float64), rtol=1e-6)
+    assert np.array_equal(x, before[0])
+    assert (x.strides, x.flags.writeable) == before[1:]
+
+
+@pytest.mark.parametrize(
+    ("op", "error", "message"),
+    [
+        (
+            ["ReduceSum"],
+            TypeError,
+            r"^op must be the name of an ONNX reduction \(a str\), got list",
+        ),
+        (None, TypeError, r"^op must be the name of an ONNX reduction \(a str\), got NoneType"),
+        ("Relu", ValueError, r"^'Relu' is not an ONNX reduction; expected one of ReduceSum"),
+    ],
+    ids=repr,
+)
+def test_op_version_refuses_what_is_not_a_reduction(
+    op: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message) as raised:
+        anyreduce.onnx.op_version(op, 13)
+    assert _raised_by_anyreduce(raised.value)
