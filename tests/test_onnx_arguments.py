@@ -57,6 +57,10 @@ MODEL_AXES = _model(
 )
 NO_OPSET = _model([SUM], [X_INFO], opset=None)
 RELU = _model([helper.make_node("Relu", ["x"], ["y"])], [X_INFO])
+STRING_INITIALIZER = _model([SUM], [])
+STRING_INITIALIZER.graph.initializer.append(
+    helper.make_tensor("x", TensorProto.STRING, [1], [b"a"])
+)
 SEQUENCE_INPUT = _model(
     [helper.make_node("Identity", ["x"], ["y"])],
     [helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [2])],
@@ -216,6 +220,12 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
         lambda be, d: be.prepare(RELU),
         ValueError,
         r"prepare: operator ai.onnx::Relu is not supported; anyreduce runs Abs, Add",
+    ),
+    (
+        "model-string-initializer",
+        lambda be, d: be.prepare(STRING_INITIALIZER),
+        TypeError,
+        r"prepare: initializer 'x' has dtype object; anyreduce takes bool, integer and floating",
     ),
     (
         "model-sequence-input",

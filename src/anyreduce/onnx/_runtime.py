@@ -188,10 +188,10 @@ def run_node(
     return [ELEMENTWISE[node.op_type](node, label, given)]
 
 
-def _model_opset(model: Model) -> int:
+def _model_opset(model: Model, where: str = "anyreduce.onnx") -> int:
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
-        msg = "anyreduce.onnx: the model imports no opset of the default ONNX domain"
+        msg = f"{where}: the model imports no opset of the default ONNX domain"
         raise ValueError(msg)
     return _check_opset(versions[0])
 
@@ -207,7 +207,7 @@ def _check_model(model: object, where: str) -> None:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         msg = f"{where}: the model is not valid ONNX: {first}"
         raise ValueError(msg) from e
-    _model_opset(model)
+    _model_opset(model, where)
     for node in model.graph.node:
         _check_node(node, where)
     for value in model.graph.input:
@@ -279,7 +279,10 @@ class _Prepared:
         self.library = lib
         self.device = device
         to_array = _onnx().numpy_helper.to_array
-        self.initializers = {t.name: to_array(t) for t in self.graph.initializer}
+        self.initializers = {
+            t.name: _numpy_input(to_array(t), f"prepare: initializer {t.name!r}")
+            for t in self.graph.initializer
+        }
         self.declared = {i.name: i for i in self.graph.input}
         self.input_names = [i.name for i in self.graph.input if i.name not in self.initializers]
 
@@ -331,7 +334,7 @@ class _Prepared:
             self._check_input(name, _numpy_input(value, f"run: input {name!r}"))
         with lib.context():
             values = {
-                name: _to_library(lib, self.device, value, f"initializer {name!r}")
+                name: lib.from_numpy(value, self.device)
                 for name, value in self.initializers.items()
             }
             values.update(
