@@ -5,6 +5,8 @@ unknown names, impossible output paths). For each, the command must stop while i
 arguments are read: one line on stderr that names the argument and says what is allowed,
 nothing on stdout, exit status 2, no traceback, no file written and the command's work
 never started. (``anyreduce parity`` checks its own arguments; it is not walked here.)
+Good arguments reach the command, and a run exits 0, or 1 where it finds a failure
+(``bench --check`` here; ``conformance`` and ``parity`` in ``test_cli_conformance.py``).
 """
 
 from __future__ import annotations
@@ -163,3 +165,16 @@ def test_good_output_paths_are_written_after_the_run(
 def test_demo_with_all_axes_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
     assert _cli.main(["demo", "--axes", "-1", "0"]) == 0
     assert "reduce_log_sum_exp" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("meets", "status"), [(False, 1), (True, 0), (None, 0)])
+def test_bench_check_exits_1_when_a_judged_target_is_missed(
+    meets: bool | None, status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyreduce._bench
+
+    result = {"meta": {}, "large": [{"meets": meets}], "small": [], "masked": [], "narrow": []}
+    monkeypatch.setattr(anyreduce._bench, "run_suite", lambda settings, progress: result)
+    monkeypatch.setattr(anyreduce._bench, "format_table", lambda result: "table")
+    assert _cli.main(["bench", "--quick", "--check"]) == status
+    assert _cli.main(["bench", "--quick"]) == 0  # without --check, nothing is judged
