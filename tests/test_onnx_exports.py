@@ -284,3 +284,53 @@ def test_constant_run_alone_is_a_numpy_array() -> None:
     assert isinstance(y, np.ndarray)
     assert y.dtype == np.int64
     assert y.tolist() == [1, 2]
+
+
+# --- the element-wise operators on each library's own arrays (run_node, no conversion)
+
+ELEMENTWISE_CASES = [
+    # (op, inputs as (values, dtype), attributes, expected values, expected dtype)
+    ("Div", [([7, -7, 9], "int32"), ([2, 2, -4], "int32")], {}, [3, -3, -2], "int32"),
+    ("Div", [([1.0, -3.0], "float32"), ([4.0, 2.0], "float32")], {}, [0.25, -1.5], "float32"),
+    ("Pow", [([1.5, -2.0], "float32"), ([2, 3], "int32")], {}, [2.25, -8.0], "float32"),
+    ("Pow", [([4, 9], "int32"), ([0.5, 0.5], "float32")], {}, [2, 3], "int32"),
+    ("Pow", [([2, -3], "int32"), ([3, 2], "int32")], {}, [8, 9], "int32"),
+    ("Neg", [([1, -2, 0], "int32")], {}, [-1, 2, 0], "int32"),
+    ("Reciprocal", [([4.0, -0.5], "float32")], {}, [0.25, -2.0], "float32"),
+    (
+        "Sub",
+        [([[1.0], [2.0]], "float32"), ([1.0, 3.0], "float32")],
+        {},
+        [[0.0, -2.0], [1.0, -1.0]],
+        "float32",
+    ),
+    ("Add", [([1, 2], "uint8"), ([255, 1], "uint8")], {}, [0, 3], "uint8"),
+    ("Identity", [([True, False], "bool")], {}, [True, False], "bool"),
+    ("Cast", [([1.7, -1.7], "float32")], {"to": TensorProto.INT32}, [1, -1], "int32"),
+    ("CastLike", [([3, -2], "int32"), ([0.0], "float32")], {}, [3.0, -2.0], "float32"),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "attributes", "expected", "dtype"),
+    ELEMENTWISE_CASES,
+    ids=[f"{case[0]}-{case[1][0][1]}" for case in ELEMENTWISE_CASES],
+)
+def test_elementwise_on_each_library(
+    xp: Any,
+    op: str,
+    inputs: list[tuple[Any, str]],
+    attributes: dict[str, Any],
+    expected: Any,
+    dtype: str,
+) -> None:
+    from backends import assert_result, make
+
+    arrays = [make(xp, values, kind) for values, kind in inputs]
+    names = [f"in{i}" for i in range(len(arrays))]
+    node = helper.make_node(op, names, ["y"], **attributes)
+    (result,) = anyreduce.onnx.run_node(node, arrays)
+    shape = np.broadcast_shapes(*(np.shape(values) for values, _ in inputs[:2]))
+    if op == "CastLike":
+        shape = np.shape(inputs[0][0])
+    assert_result(result, xp, dtype, shape, expected, like=arrays[0])
