@@ -76,3 +76,12 @@ def test_the_conformance_run_expects_the_contract_from_a_fixing_release(
         else:  # an older one must still diverge as documented
             expected = FAILED if fixed_here else DIVERGENT
         assert result.status == expected, result.detail
+
+
+def test_the_reference_reads_a_scalar_axes_tensor_as_one_axis() -> None:
+    """The other side of ``onnxruntime-scalar-axes``: the ONNX reference gives the
+    contract's answer for a 0-D axes input."""
+    divergence = next(d for d in DIVERGENCES if d.id == "onnxruntime-scalar-axes")
+    result = run_on_runtime(divergence.example(), runtime("onnx.reference"))
+    assert result is not None
+    assert result.status == PASSED, (result.status, result.detail)

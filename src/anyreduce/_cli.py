@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 
@@ -21,6 +22,13 @@ examples:
 Run 'anyreduce COMMAND --help' for the options of a command.
 Documentation: https://anyreduce.readthedocs.io
 """
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: a bad argument is one line on stderr, then exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the version of anyreduce and exit",
     )
     commands = parser.add_subparsers(
-        dest="command", metavar="COMMAND", required=True, title="commands"
+        dest="command",
+        metavar="COMMAND",
+        required=True,
+        title="commands",
+        parser_class=_CommandParser,
     )
     for name in COMMANDS:
         module = importlib.import_module(f"anyreduce._commands.{name}")

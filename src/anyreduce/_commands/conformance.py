@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from ._arguments import at_least, output_file
+
 NAME = "conformance"
 HELP = "run the ONNX and OpenVINO conformance cases on every installed backend and runtime"
 DESCRIPTION = (
@@ -41,16 +43,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--examples",
-        type=int,
+        type=at_least(0, "0 or more"),
         default=40,
         metavar="N",
         help="generated (hypothesis) cases per profile for the differential checks (default: 40)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the generated cases (default: 0)"
+        "--seed",
+        type=at_least(0, "0 or more"),
+        default=0,
+        help="seed of the generated cases, 0 or more (default: 0)",
     )
-    parser.add_argument("--json", metavar="PATH", help="write the full report as JSON")
-    parser.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
+    parser.add_argument(
+        "--json", type=output_file, metavar="PATH", help="write the full report as JSON"
+    )
+    parser.add_argument(
+        "--html", type=output_file, metavar="PATH", help="write a self-contained HTML report"
+    )
     parser.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
 
 
@@ -118,9 +127,6 @@ def run(args: argparse.Namespace) -> int:
     from anyreduce._conformance._engine import run as run_suite
     from anyreduce._conformance._report import write_html, write_json
 
-    if args.examples < 0:
-        print("anyreduce conformance: --examples must be 0 or more", file=sys.stderr)
-        return 2
     settings = Settings(
         columns=tuple(args.backend) if args.backend else None,
         suites=tuple(args.suite) if args.suite else SUITES,

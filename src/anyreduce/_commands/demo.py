@@ -4,23 +4,56 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+from collections.abc import Sequence
+from typing import Any
 
 NAME = "demo"
 HELP = "run the ten reductions of the ONNX example on every installed backend"
 
 _BACKENDS = ("numpy", "torch", "jax", "dask", "array_api_strict")
+SHAPE = (3, 2, 2)  # the data of the ONNX example: 1..12
+
+
+class _Axes(argparse.Action):
+    """Axes of the example data: each in [-3, 2], none twice (checked before anything runs)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        axes = list(values or ())
+        rank = len(SHAPE)
+        allowed = f"the data has rank {rank}, so axes are -{rank} to {rank - 1}, each once"
+        seen: set[int] = set()
+        for axis in axes:
+            if not -rank <= axis < rank:
+                msg = f"axis {axis} is out of range: {allowed}"
+                raise argparse.ArgumentError(self, msg)
+            if axis % rank in seen:
+                msg = f"axis {axis} is repeated in {axes}: {allowed}"
+                raise argparse.ArgumentError(self, msg)
+            seen.add(axis % rank)
+        setattr(namespace, self.dest, axes)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--axes", type=int, nargs="*", default=[1], help="axes to reduce over (default: 1)"
+        "--axes",
+        type=int,
+        nargs="*",
+        default=[1],
+        action=_Axes,
+        help="axes to reduce over, -3 to 2, none twice; none given: all (default: 1)",
     )
 
 
 def _namespaces() -> dict[str, object]:
     import numpy as np
 
-    data = np.arange(1, 13, dtype=np.float32).reshape(3, 2, 2)
+    data = np.arange(1, 13, dtype=np.float32).reshape(SHAPE)
     arrays: dict[str, object] = {"numpy": data}
     if importlib.util.find_spec("torch"):
         import torch

@@ -82,7 +82,9 @@ class SpecCase:
     opset: int | None  # ONNX opset; None for OpenVINO
     data: np.ndarray
     axes: tuple[int, ...] | None  # None: no axes given
-    axes_form: str  # onnx: "absent", "attribute", "input"; openvino: "vector", "scalar"
+    # onnx: "absent", "attribute", "input" (1-D), "scalar" (a 0-D input);
+    # openvino: "vector", "scalar"
+    axes_form: str
     keepdims: int = 1
     noop: int | None = None  # noop_with_empty_axes; None: attribute not set
     axes_dtype: str = "int64"
@@ -223,7 +225,7 @@ def onnx_node(case: SpecCase) -> Any:
     if case.noop is not None:
         attributes["noop_with_empty_axes"] = case.noop
     inputs = ["data"]
-    if case.axes_form == "input":
+    if case.axes_form in ("input", "scalar"):
         inputs.append("axes")
     node = onnx.helper.make_node(case.op, inputs, ["reduced"], **attributes)
     if case.axes_form == "attribute":
@@ -242,9 +244,9 @@ def onnx_model(case: SpecCase) -> Any:
 
     element = _tensor_type(case.data.dtype)
     inputs = [onnx.helper.make_tensor_value_info("data", element, list(case.data.shape))]
-    if case.axes_form == "input":
-        count = len(case.axes or ())
-        inputs.append(onnx.helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [count]))
+    if case.axes_form in ("input", "scalar"):
+        shape = [] if case.axes_form == "scalar" else [len(case.axes or ())]
+        inputs.append(onnx.helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, shape))
     output = onnx.helper.make_tensor_value_info("reduced", element, None)
     graph = onnx.helper.make_graph([onnx_node(case)], "conformance", inputs, [output])
     opset = onnx.helper.make_opsetid("", case.opset or 1)

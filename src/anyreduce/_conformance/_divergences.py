@@ -424,6 +424,21 @@ DIVERGENCES: tuple[Divergence, ...] = (
         lambda case, got, want: _version_1_negative(case) and _accepted_invalid(got, want),
     ),
     Divergence(
+        "onnxruntime-scalar-axes",
+        _ORT,
+        "a 0-D axes tensor where axes is an input (ReduceSum from opset 13, the others from 18)",
+        "FAIL: An axes tensor must be a vector tensor",
+        "the reduction over that one axis, e.g. ReduceSum-13 of float32 [[1, 2], [3, 4]] "
+        "over a 0-D axes 1 (keepdims 0): [3, 7]",
+        "The schemas type axes as tensor(int64) of no fixed rank and the ONNX reference "
+        "reads a 0-D one as one axis; the contract takes a 0-D integer array as one axis "
+        "(spec §2).",
+        _onnx("ReduceSum", 18, [[1, 2], [3, 4]], "float32", (1,), "scalar"),
+        lambda case, got, want: (
+            case.profile == "onnx" and case.axes_form == "scalar" and _raised(got)
+        ),
+    ),
+    Divergence(
         "onnxruntime-unchecked-axes",
         _ORT,
         "out-of-range axes on a rank-0 or zero-size input",

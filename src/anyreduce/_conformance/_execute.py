@@ -119,7 +119,7 @@ def _call(target: Target, case: SpecCase, data: Any) -> Any:
 
     if _have_onnx() and hasattr(onnx, "run_node"):
         inputs = [data]
-        if case.axes_form == "input":
+        if case.axes_form in ("input", "scalar"):
             inputs.append(_axes_on(target, case))
         return onnx.run_node(_node(case), inputs, opset=case.opset)[0]
     axes = None if case.axes is None else list(case.axes)

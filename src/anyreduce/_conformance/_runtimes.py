@@ -51,8 +51,9 @@ class Runtime:
 
 def _feeds(case: SpecCase) -> dict[str, np.ndarray]:
     feeds = {"data": case.data}
-    if case.axes_form == "input":
-        feeds["axes"] = np.asarray(case.axes, dtype=np.int64).reshape(-1)
+    if case.axes_form in ("input", "scalar"):
+        shape = () if case.axes_form == "scalar" else (-1,)
+        feeds["axes"] = np.asarray(case.axes, dtype=np.int64).reshape(shape)
     return feeds
 
 

@@ -10,15 +10,35 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LIBRARIES", "Library", "library"]
+__all__ = ["LIBRARIES", "Library", "library", "parse_device"]
 
 Array = Any
+
+# onnx.backend.base.Device: a DeviceType name, then an optional ":index".
+_DEVICE = re.compile(r"(CPU|CUDA)(?::([0-9]+))?")
+DEVICES = "'CPU', 'CUDA' or 'CUDA:N' (onnx.backend.base.DeviceType, upper case)"
+
+
+def parse_device(device: object) -> tuple[str, int]:
+    """``("CPU", 0)`` or ``("CUDA", n)`` from an ONNX backend device string.
+
+    TypeError for a non-string, ValueError for a string that names no ONNX device type.
+    """
+    if not isinstance(device, str):
+        msg = f"device must be a string, one of {DEVICES}; got {type(device).__name__}"
+        raise TypeError(msg)
+    match = _DEVICE.fullmatch(device)
+    if match is None:
+        msg = f"device must be {DEVICES}; got {device!r}"
+        raise ValueError(msg)
+    return match[1], int(match[2] or 0)
 
 
 def _is_bfloat16(a: np.ndarray) -> bool:
@@ -46,7 +66,8 @@ def _numpy_out(a: Array) -> np.ndarray:
 
 
 def _torch_device(device: str) -> str:
-    return "cuda" if device.upper().startswith("CUDA") else "cpu"
+    kind, index = parse_device(device)
+    return f"cuda:{index}" if kind == "CUDA" else "cpu"
 
 
 def _torch_in(a: np.ndarray, device: str) -> Array:
@@ -73,9 +94,10 @@ def _torch_out(a: Array) -> np.ndarray:
 def _torch_has(device: str) -> bool:
     import torch
 
-    if device.upper().startswith("CUDA"):
-        return bool(torch.cuda.is_available())
-    return _cpu_only(device)
+    kind, index = parse_device(device)
+    if kind == "CUDA":
+        return bool(torch.cuda.is_available()) and index < torch.cuda.device_count()
+    return index == 0
 
 
 # --- jax
@@ -84,19 +106,23 @@ def _torch_has(device: str) -> bool:
 def _jax_in(a: np.ndarray, device: str) -> Array:
     import jax
 
-    return jax.device_put(np.array(a, copy=True), _jax_devices(device)[0])
+    _, index = parse_device(device)
+    return jax.device_put(np.array(a, copy=True), _jax_devices(device)[index])
 
 
 def _jax_devices(device: str) -> list[Any]:
     import jax
 
-    if not device.upper().startswith(("CPU", "CUDA")):
-        return []
-    platform = "gpu" if device.upper().startswith("CUDA") else "cpu"
+    kind, _ = parse_device(device)
     try:
-        return list(jax.devices(platform))
+        return list(jax.devices("gpu" if kind == "CUDA" else "cpu"))
     except RuntimeError:  # no such platform
         return []
+
+
+def _jax_has(device: str) -> bool:
+    _, index = parse_device(device)
+    return index < len(_jax_devices(device))
 
 
 def _jax_out(a: Array) -> np.ndarray:
@@ -139,7 +165,7 @@ def _dask_out(a: Array) -> np.ndarray:
 
 
 def _cpu_only(device: str) -> bool:
-    return device.upper().startswith("CPU")
+    return parse_device(device) == ("CPU", 0)
 
 
 @contextlib.contextmanager
@@ -164,7 +190,7 @@ class Library:
     to_numpy : callable
         ``native array -> numpy.ndarray``.
     supports : callable
-        ``device -> bool``.
+        ``device -> bool`` for a valid device string (:func:`parse_device`).
     context : callable
         A context manager every run of the library happens in.
     """
@@ -189,7 +215,7 @@ LIBRARIES: dict[str, Library] = {
             "jax",
             _jax_in,
             _jax_out,
-            lambda device: bool(_jax_devices(device)),
+            _jax_has,
             _jax_context,
         ),
         Library(
@@ -204,8 +230,14 @@ LIBRARIES: dict[str, Library] = {
 }
 
 
-def library(name: str) -> Library:
+def library(name: object) -> Library:
     """The installed library called ``name``; ValueError if unknown, ImportError if absent."""
+    if not isinstance(name, str):
+        msg = (
+            f"backend_for: the array library must be a name, one of {', '.join(LIBRARIES)}; "
+            f"got {type(name).__name__}"
+        )
+        raise TypeError(msg)
     if name not in LIBRARIES:
         msg = f"backend_for: unknown array library {name!r}; expected one of {', '.join(LIBRARIES)}"
         raise ValueError(msg)

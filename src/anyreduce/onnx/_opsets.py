@@ -166,7 +166,7 @@ def op_version(op: str, opset: int = NEWEST_OPSET) -> OpVersion:
     Raises
     ------
     TypeError
-        ``opset`` is not an integer.
+        ``op`` is not a string, or ``opset`` is not an integer.
     ValueError
         ``op`` is not one of the ten reductions, or ``opset`` is below 1 or newer than
         :data:`NEWEST_OPSET`.
@@ -179,6 +179,10 @@ def op_version(op: str, opset: int = NEWEST_OPSET) -> OpVersion:
     >>> op_version("ReduceSum", 12).axes_input
     False
     """
+    name: object = op  # callers without a type checker pass anything
+    if not isinstance(name, str):
+        msg = f"op must be the name of an ONNX reduction (a str), got {type(name).__name__}"
+        raise TypeError(msg)
     if op not in VERSIONS:
         msg = f"{op!r} is not an ONNX reduction; expected one of {', '.join(VERSIONS)}"
         raise ValueError(msg)

@@ -33,13 +33,13 @@ Array = Any
 Namespace = Any
 
 
-def check_dtype(version: OpVersion, xp: Namespace, dtype: Any) -> None:
+def check_dtype(version: OpVersion, xp: Namespace, dtype: Any, label: str | None = None) -> None:
     """Raise TypeError unless ``version``'s type constraint admits ``dtype``."""
     name = _dtypes.dtype_name(xp, dtype)
     if name not in version.dtypes:
         shown = name or str(dtype)
         msg = (
-            f"{version.label}: input dtype {shown} is not supported; "
+            f"{label or version.label}: input dtype {shown} is not supported; "
             f"{version.label} takes {', '.join(version.dtypes)}"
         )
         raise TypeError(msg)
@@ -53,11 +53,13 @@ def reduce(
     keepdims: object,
     noop_with_empty_axes: object,
     version: OpVersion,
+    label: str | None = None,
 ) -> Array:
-    """Run reduction ``name`` (``"reduce_sum"``, ...) under the rules of ``version``."""
-    label = version.label
+    """Run reduction ``name`` (``"reduce_sum"``, ...) under the rules of ``version``;
+    messages start with ``label`` (default: the version, ``"ReduceSum-13"``)."""
+    label = label or version.label
     xp = _backends.namespace(label, data)
-    check_dtype(version, xp, data.dtype)
+    check_dtype(version, xp, data.dtype, label)
     keep = check_flag(label, "keepdims", keepdims)
     noop = check_flag(label, "noop_with_empty_axes", noop_with_empty_axes)
     if noop and not version.noop_with_empty_axes:

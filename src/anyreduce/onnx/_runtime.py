@@ -1,53 +1,41 @@
 """Running ONNX nodes and models: :func:`run_node` and :func:`backend_for`.
 
-The executor knows the ten reductions and the element-wise operators their function
-bodies use (Abs, Mul, Sqrt, Exp, Log, Cast, CastLike), enough to run every
-``test_reduce_*`` case of the ONNX backend suite, including the ``_expanded`` ones. It
-walks a graph's nodes in order; it is not a general ONNX runtime.
+The executor knows the ten reductions and the element-wise operators found around them:
+the function bodies of the reductions (Abs, Mul, Sqrt, Exp, Log, Cast, CastLike), enough
+to run every ``test_reduce_*`` case of the ONNX backend suite including the ``_expanded``
+ones, and the graphs PyTorch's TorchScript exporter writes around a reduction (Constant,
+Identity, Add, Sub, Div, Pow, Neg, Reciprocal). It walks a graph's nodes in order; it is
+not a general ONNX runtime. Every malformed call (a node, model, input, attribute or
+device it cannot run) is refused with a TypeError or ValueError naming what is wrong.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import array_api_compat
+import numpy as np
 
 from .. import _backends
-from .._lib import _dtypes
-from .._lib._ops import OPS, run
-from ._libraries import Library, library
+from .._lib._ops import OPS
+from ._elementwise import CONSTANT, ELEMENTWISE, check_attributes, node_label
+from ._libraries import Library, library, parse_device
 from ._opsets import NEWEST_OPSET, op_version
 from ._reductions import reduce
 
 __all__ = ["SUPPORTED_OPS", "backend_for", "run_node"]
 
 Array = Any
-Namespace = Any
 Node = Any  # onnx.NodeProto
 Model = Any  # onnx.ModelProto
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
-# TensorProto.DataType values of the dtypes Cast can produce here.
-_ONNX_DTYPES = {
-    1: "float32",
-    2: "uint8",
-    3: "int8",
-    4: "uint16",
-    5: "int16",
-    6: "int32",
-    7: "int64",
-    9: "bool",
-    10: "float16",
-    11: "float64",
-    12: "uint32",
-    13: "uint64",
-    16: "bfloat16",
-}
-
 _REDUCTIONS = {op.onnx_name: op.name for op in OPS.values()}
+
+SUPPORTED_OPS: frozenset[str] = frozenset(_REDUCTIONS) | frozenset(ELEMENTWISE)
+"""The ONNX operators :func:`run_node` and the backends execute."""
 
 
 def _onnx() -> Any:
@@ -60,132 +48,37 @@ def _onnx() -> Any:
     return onnx
 
 
-def _attributes(node: Node) -> dict[str, Any]:
-    get = _onnx().helper.get_attribute_value
-    return {a.name: get(a) for a in node.attribute}
-
-
-def _unexpected(label: str, attributes: Mapping[str, Any], allowed: Sequence[str]) -> None:
-    extra = sorted(set(attributes) - set(allowed))
-    if extra:
-        known = f"has {', '.join(allowed)}" if allowed else "has no attributes"
-        msg = f"{label}: unexpected attribute {extra[0]!r}; {label} {known}"
-        raise ValueError(msg)
-
-
-def _reduction(node: Node, inputs: Sequence[Array | None], opset: int) -> Array:
+def _reduction(node: Node, label: str, inputs: Sequence[Array | None], opset: int) -> list[Array]:
     name = _REDUCTIONS[node.op_type]
     version = op_version(node.op_type, opset)
-    label = version.label
-    attributes = _attributes(node)
+    ints = _onnx().AttributeProto.INT
     if version.axes_input:
-        _unexpected(label, attributes, ("keepdims", "noop_with_empty_axes"))
+        allowed = {"keepdims": ints, "noop_with_empty_axes": ints}
+        attributes = check_attributes(node, label, allowed)
         if len(inputs) > 2:
             msg = f"{label}: takes 1 or 2 inputs (data, axes), got {len(inputs)}"
             raise ValueError(msg)
         axes = inputs[1] if len(inputs) == 2 else None
     else:
-        _unexpected(label, attributes, ("axes", "keepdims"))
+        allowed = {"axes": _onnx().AttributeProto.INTS, "keepdims": ints}
+        attributes = check_attributes(node, label, allowed)
         if len(inputs) != 1:
             msg = f"{label}: takes 1 input (axes is an attribute here), got {len(inputs)}"
             raise ValueError(msg)
         axes = attributes.get("axes")
-    return reduce(
+    if not inputs or inputs[0] is None:
+        msg = f"{label}: the first input (data) is required"
+        raise ValueError(msg)
+    result = reduce(
         name,
-        _data(label, inputs),
+        inputs[0],
         axes,
         keepdims=attributes.get("keepdims", 1),
         noop_with_empty_axes=attributes.get("noop_with_empty_axes", 0),
         version=version,
+        label=label,
     )
-
-
-def _data(label: str, inputs: Sequence[Array | None]) -> Array:
-    if not inputs or inputs[0] is None:
-        msg = f"{label}: the first input (data) is required"
-        raise ValueError(msg)
-    return inputs[0]
-
-
-def _arity(label: str, inputs: Sequence[Array | None], count: int) -> list[Array]:
-    if len(inputs) != count or any(x is None for x in inputs):
-        msg = f"{label}: takes {count} input{'s' if count > 1 else ''}, got {len(inputs)}"
-        raise ValueError(msg)
-    for x in inputs:
-        _backends.namespace(label, x)
-    return list(inputs)
-
-
-def _abs(x: Array, xp: Namespace) -> Array:
-    # ReduceL1's no-op form is exactly |x|, with the core's integer handling (wrapping
-    # abs of the minimum, unsigned types torch has no abs kernel for).
-    return run(OPS["reduce_l1"], x, (), True, xp=xp)
-
-
-def _unary(
-    function: Callable[[Namespace, Array], Array], *, floats_only: bool = True
-) -> Callable[..., Array]:
-    def evaluate(label: str, inputs: Sequence[Array | None], attributes: Mapping[str, Any]) -> Any:
-        _unexpected(label, attributes, ())
-        (x,) = _arity(label, inputs, 1)
-        xp = array_api_compat.array_namespace(x)
-        if floats_only and not _dtypes.is_float(xp, x.dtype):
-            shown = _dtypes.dtype_name(xp, x.dtype) or x.dtype
-            msg = f"{label}: input dtype {shown} is not supported; it takes floating dtypes"
-            raise TypeError(msg)
-        with _backends.quiet(xp):
-            return function(xp, x)
-
-    return evaluate
-
-
-def _mul(label: str, inputs: Sequence[Array | None], attributes: Mapping[str, Any]) -> Array:
-    _unexpected(label, attributes, ())
-    a, b = _arity(label, inputs, 2)
-    if a.dtype != b.dtype:
-        msg = f"{label}: inputs must have one dtype, got {a.dtype} and {b.dtype}"
-        raise TypeError(msg)
-    xp = array_api_compat.array_namespace(a, b)
-    with _backends.quiet(xp):
-        return xp.multiply(a, b)
-
-
-def _cast(label: str, inputs: Sequence[Array | None], attributes: Mapping[str, Any]) -> Array:
-    _unexpected(label, attributes, ("to", "saturate", "round_mode"))
-    (x,) = _arity(label, inputs, 1)
-    xp = array_api_compat.array_namespace(x)
-    if "to" not in attributes:
-        msg = f"{label}: attribute 'to' is required"
-        raise ValueError(msg)
-    name = _ONNX_DTYPES.get(attributes["to"])
-    dtype = None if name is None else _dtypes.dtype_named(xp, name)
-    if dtype is None:
-        msg = f"{label}: cannot cast to ONNX type {attributes['to']} ({name or 'unknown'}) here"
-        raise TypeError(msg)
-    with _backends.quiet(xp):
-        return xp.astype(x, dtype)
-
-
-def _cast_like(label: str, inputs: Sequence[Array | None], attributes: Mapping[str, Any]) -> Any:
-    _unexpected(label, attributes, ("saturate", "round_mode"))
-    x, like = _arity(label, inputs, 2)
-    xp = array_api_compat.array_namespace(x)
-    with _backends.quiet(xp):
-        return xp.astype(x, like.dtype)
-
-
-_ELEMENTWISE: dict[str, Callable[..., Array]] = {
-    "Abs": _unary(lambda xp, x: _abs(x, xp), floats_only=False),
-    "Sqrt": _unary(lambda xp, x: xp.sqrt(x)),
-    "Exp": _unary(lambda xp, x: xp.exp(x)),
-    "Log": _unary(lambda xp, x: xp.log(x)),
-    "Mul": _mul,
-    "Cast": _cast,
-    "CastLike": _cast_like,
-}
-
-SUPPORTED_OPS: frozenset[str] = frozenset(_REDUCTIONS) | frozenset(_ELEMENTWISE)
-"""The ONNX operators :func:`run_node` and the backends execute."""
+    return [result]
 
 
 def _check_opset(opset: int | None) -> int:
@@ -194,19 +87,26 @@ def _check_opset(opset: int | None) -> int:
     return number
 
 
-def _evaluate(node: Node, inputs: Sequence[Array | None], opset: int) -> list[Array]:
-    op = node.op_type
-    if node.domain not in _DEFAULT_DOMAINS or op not in SUPPORTED_OPS:
+def _check_node(node: object, where: str) -> None:
+    """TypeError unless ``node`` is an ``onnx.NodeProto``; ValueError for an unknown op."""
+    onnx = _onnx()
+    if not isinstance(node, onnx.NodeProto):
+        msg = f"{where}: node must be an onnx.NodeProto, got {type(node).__name__}"
+        raise TypeError(msg)
+    if node.domain not in _DEFAULT_DOMAINS or node.op_type not in SUPPORTED_OPS:
         domain = node.domain or "ai.onnx"
+        named = f" (node {node.name!r})" if node.name else ""
         msg = (
-            f"run_node: operator {domain}::{op} is not supported; anyreduce runs "
-            f"{', '.join(sorted(SUPPORTED_OPS))}"
+            f"{where}: operator {domain}::{node.op_type}{named} is not supported; anyreduce "
+            f"runs {', '.join(sorted(SUPPORTED_OPS))}"
         )
         raise ValueError(msg)
-    if op in _REDUCTIONS:
-        return [_reduction(node, inputs, opset)]
-    label = f"{op} (opset {opset})"
-    return [_ELEMENTWISE[op](label, inputs, _attributes(node))]
+
+
+def _label(node: Node, opset: int) -> str:
+    if node.op_type in _REDUCTIONS:
+        return node_label(node, op_version(node.op_type, opset).label)
+    return node_label(node, f"{node.op_type} (opset {opset})")
 
 
 def run_node(
@@ -217,12 +117,14 @@ def run_node(
     Parameters
     ----------
     node : onnx.NodeProto
-        A node of the default domain: any of the ten reductions (``ReduceSum``, ...),
-        or Abs, Mul, Sqrt, Exp, Log, Cast, CastLike.
+        A node of the default domain: any of the ten reductions (``ReduceSum``, ...), or
+        Abs, Add, Cast, CastLike, Constant, Div, Exp, Identity, Log, Mul, Neg, Pow,
+        Reciprocal, Sqrt, Sub (:data:`SUPPORTED_OPS`).
     inputs : sequence of arrays
-        The node's inputs in order; arrays of any array-API namespace. For a reduction,
-        ``axes`` is the second input from the version where it is one (ReduceSum-13,
-        the others -18), and the ``axes`` attribute before.
+        One entry per name in ``node.input``, in order: arrays of any array-API namespace,
+        or None for an optional input left out (an empty name). For a reduction, ``axes``
+        is the second input from the version where it is one (ReduceSum-13, the others
+        -18), and the ``axes`` attribute before.
     opset : int, optional
         ONNX opset, 1 to :data:`NEWEST_OPSET` (default): the newest version of the
         operator not after it applies, with all its rules.
@@ -230,12 +132,16 @@ def run_node(
     Returns
     -------
     list of arrays
-        The node's outputs, in the namespace and on the device of the data.
+        The node's output, in the namespace and on the device of the data (a Constant,
+        which has no input, gives a NumPy array).
 
     Raises
     ------
     ImportError
         The ``onnx`` package is not installed.
+    TypeError
+        ``node`` is not a NodeProto, an input is not an array, or an input dtype or an
+        attribute's type is not one the operator takes.
     ValueError
         The operator is not supported, the opset is unknown, or the node's attributes or
         inputs do not match the operator's version.
@@ -252,32 +158,116 @@ def run_node(
     >>> run_node(node, [np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([0])])
     [array([4., 6.])]
     """
-    _onnx()
+    _check_node(node, "run_node")
     number = _check_opset(opset)
-    inputs = list(inputs)
+    label = _label(node, number)
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+        kind = type(inputs).__name__
+        msg = f"{label}: inputs must be a list of arrays, one per node input, not {kind}"
+        raise TypeError(msg)
     names = list(node.input)
+    if len(inputs) != len(names):
+        declared = ", ".join(repr(n) for n in names) or "none"
+        msg = (
+            f"{label}: the node declares {len(names)} input(s) ({declared}) "
+            f"but {len(inputs)} were given"
+        )
+        raise ValueError(msg)
+    if len(node.output) != 1:
+        msg = f"{label}: has one output; the node declares {len(node.output)}"
+        raise ValueError(msg)
     # An input may be left out with an empty name (an absent optional axes).
-    if len(inputs) == len(names):
-        inputs = [None if not name else x for name, x in zip(names, inputs, strict=True)]
-    while inputs and inputs[-1] is None:
-        inputs.pop()
-    return _evaluate(node, inputs, number)
+    given = [None if not name else x for name, x in zip(names, inputs, strict=True)]
+    for name, x in zip(names, given, strict=True):
+        if x is not None:
+            _backends.namespace(f"{label}: input {name!r}", x)
+    while given and given[-1] is None:
+        given.pop()
+    if node.op_type in _REDUCTIONS:
+        return _reduction(node, label, given, number)
+    return [ELEMENTWISE[node.op_type](node, label, given)]
 
 
-def _model_opset(model: Model) -> int:
+def _model_opset(model: Model, where: str = "anyreduce.onnx") -> int:
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
-        msg = "anyreduce.onnx: the model imports no opset of the default ONNX domain"
+        msg = f"{where}: the model imports no opset of the default ONNX domain"
         raise ValueError(msg)
     return _check_opset(versions[0])
 
 
-def _run_graph(graph: Any, values: dict[str, Array], opset: int) -> list[Array]:
-    """Run ``graph``'s nodes in order; ``values`` holds its inputs and initializers."""
-    for node in graph.node:
-        inputs = [values[name] if name else None for name in node.input]
-        values.update(zip(node.output, run_node(node, inputs, opset=opset), strict=False))
-    return [values[output.name] for output in graph.output]
+def _check_model(model: object, where: str) -> None:
+    onnx = _onnx()
+    if not isinstance(model, onnx.ModelProto):
+        msg = f"{where}: model must be an onnx.ModelProto, got {type(model).__name__}"
+        raise TypeError(msg)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        msg = f"{where}: the model is not valid ONNX: {first}"
+        raise ValueError(msg) from e
+    _model_opset(model, where)
+    for node in model.graph.node:
+        _check_node(node, where)
+    for value in model.graph.input:
+        if value.type.WhichOneof("value") not in (None, "tensor_type"):
+            kind = value.type.WhichOneof("value")
+            msg = f"{where}: graph input {value.name!r} is a {kind}; anyreduce runs tensors only"
+            raise ValueError(msg)
+
+
+def _check_device(lib: Library, device: object, where: str) -> str:
+    """``device`` if ``lib`` can run there, else a TypeError or ValueError saying why."""
+    try:
+        parse_device(device)
+    except (TypeError, ValueError) as e:
+        msg = f"{where}: {e}"
+        raise type(e)(msg) from None
+    assert isinstance(device, str)
+    if not lib.supports(device):
+        msg = (
+            f"{where}: device {device!r} is not available to {lib.name} here "
+            f"(supports_device({device!r}) is False)"
+        )
+        raise ValueError(msg)
+    return device
+
+
+_NUMERIC_KINDS = frozenset("biufc")
+
+
+def _numpy_input(value: object, what: str) -> np.ndarray:
+    """``value`` as a NumPy array of a numeric or bool dtype; TypeError for anything else."""
+    if not isinstance(value, (np.ndarray, np.generic)):
+        msg = f"{what} must be a NumPy array, got {type(value).__name__}"
+        raise TypeError(msg)
+    array = np.asarray(value)
+    if array.dtype.kind not in _NUMERIC_KINDS and array.dtype.name != "bfloat16":
+        msg = f"{what} has dtype {array.dtype}; anyreduce takes bool, integer and floating arrays"
+        raise TypeError(msg)
+    return array
+
+
+def _to_library(lib: Library, device: str, value: object, what: str) -> Array:
+    """A NumPy input on ``lib``'s ``device`` (a copy; the caller's array is untouched)."""
+    return lib.from_numpy(_numpy_input(value, what), device)
+
+
+def _declared(value_info: Any) -> tuple[Any, list[int | None] | None]:
+    """The NumPy dtype and shape (None for a free dimension) a graph input declares."""
+    onnx = _onnx()
+    tensor = value_info.type.tensor_type
+    dtype = None
+    if tensor.elem_type:
+        try:
+            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        except (KeyError, TypeError, ValueError):
+            dtype = None
+    shape = None
+    if tensor.HasField("shape"):
+        shape = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+    return dtype, shape
 
 
 class _Prepared:
@@ -289,24 +279,94 @@ class _Prepared:
         self.library = lib
         self.device = device
         to_array = _onnx().numpy_helper.to_array
-        self.initializers = {t.name: to_array(t) for t in self.graph.initializer}
+        self.initializers = {
+            t.name: _numpy_input(to_array(t), f"prepare: initializer {t.name!r}")
+            for t in self.graph.initializer
+        }
+        self.declared = {i.name: i for i in self.graph.input}
         self.input_names = [i.name for i in self.graph.input if i.name not in self.initializers]
+
+    def _named(self, inputs: object) -> dict[str, Any]:
+        expected = self.input_names
+        listed = ", ".join(repr(n) for n in expected) or "none"
+        if isinstance(inputs, Mapping):
+            unknown = [k for k in inputs if k not in self.declared]
+            if unknown:
+                msg = f"run: {unknown[0]!r} is not an input of the model; its inputs are {listed}"
+                raise ValueError(msg)
+            missing = [n for n in expected if n not in inputs]
+            if missing:
+                msg = f"run: input {missing[0]!r} is missing; the model's inputs are {listed}"
+                raise ValueError(msg)
+            return dict(inputs)
+        if isinstance(inputs, (str, bytes, np.ndarray)) or not isinstance(inputs, Sequence):
+            msg = (
+                "run: inputs must be a list of NumPy arrays in the order of the model's "
+                f"inputs ({listed}) or a dict by name, got {type(inputs).__name__}"
+            )
+            raise TypeError(msg)
+        if len(inputs) != len(expected):
+            msg = f"run: the model takes {len(expected)} input(s) ({listed}), got {len(inputs)}"
+            raise ValueError(msg)
+        return dict(zip(expected, inputs, strict=True))
+
+    def _check_input(self, name: str, array: np.ndarray) -> None:
+        dtype, shape = _declared(self.declared[name])
+        if dtype is not None and array.dtype != dtype:
+            msg = f"run: input {name!r} has dtype {array.dtype}; the model declares {dtype}"
+            raise TypeError(msg)
+        if shape is not None and (
+            len(shape) != array.ndim
+            or any(d is not None and d != n for d, n in zip(shape, array.shape, strict=True))
+        ):
+            declared = tuple("?" if d is None else d for d in shape)
+            msg = (
+                f"run: input {name!r} has shape {array.shape}; the model declares "
+                f"{declared} ('?': any size)"
+            )
+            raise ValueError(msg)
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Run on NumPy inputs (a list in graph order, or a dict by name); NumPy out."""
-        named = (
-            dict(inputs)
-            if isinstance(inputs, Mapping)
-            else dict(zip(self.input_names, inputs, strict=True))
-        )
+        named = self._named(inputs)
         lib = self.library
+        for name, value in named.items():
+            self._check_input(name, _numpy_input(value, f"run: input {name!r}"))
         with lib.context():
             values = {
                 name: lib.from_numpy(value, self.device)
-                for name, value in {**self.initializers, **named}.items()
+                for name, value in self.initializers.items()
             }
-            outputs = _run_graph(self.graph, values, self.opset)
+            values.update(
+                {
+                    name: _to_library(lib, self.device, value, f"run: input {name!r}")
+                    for name, value in named.items()
+                }
+            )
+            outputs = self._run_graph(values)
             return tuple(lib.to_numpy(y) for y in outputs)
+
+    def _run_graph(self, values: dict[str, Array]) -> list[Array]:
+        """Run the graph's nodes in order; ``values`` holds its inputs and initializers."""
+        for node in self.graph.node:
+            missing = [name for name in node.input if name and name not in values]
+            if missing:
+                label = _label(node, self.opset)
+                msg = (
+                    f"{label}: input {missing[0]!r} is not a graph input, an initializer or "
+                    "the output of an earlier node"
+                )
+                raise ValueError(msg)
+            inputs = [values[name] if name else None for name in node.input]
+            (output,) = run_node(node, inputs, opset=self.opset)
+            if node.op_type == CONSTANT:  # made on the host: move it to the library
+                output = self.library.from_numpy(output, self.device)
+            values[node.output[0]] = output
+        missing = [o.name for o in self.graph.output if o.name not in values]
+        if missing:
+            msg = f"run: graph output {missing[0]!r} is computed by no node"
+            raise ValueError(msg)
+        return [values[output.name] for output in self.graph.output]
 
 
 _BACKENDS: dict[str, type] = {}
@@ -328,14 +388,16 @@ def backend_for(name: str) -> type:
     -------
     type
         The backend class, with ``prepare(model, device="CPU")``, ``run_model``,
-        ``run_node``, ``is_compatible`` and ``supports_device`` ("CPU", and "CUDA" for
-        torch and JAX when a GPU is present).
+        ``run_node``, ``is_compatible`` and ``supports_device``. Devices are ONNX device
+        strings: "CPU" everywhere, "CUDA" (or "CUDA:N") for torch and JAX where that GPU
+        is present; ``prepare``, ``run_model`` and ``run_node`` refuse every device
+        ``supports_device`` says False to.
 
     Raises
     ------
     ImportError
         ``onnx`` or the library is not installed.
-    ValueError
+    TypeError, ValueError
         ``name`` is not one of the libraries above.
 
     Examples
@@ -353,7 +415,7 @@ def backend_for(name: str) -> type:
     >>> backend_for("numpy").run_model(model, [np.array([3.0, 4.0], dtype=np.float32)])
     (array(5., dtype=float32),)
     """
-    onnx = _onnx()
+    _onnx()
     lib = library(name)
     if name in _BACKENDS:
         return _BACKENDS[name]
@@ -366,18 +428,15 @@ def backend_for(name: str) -> type:
         @classmethod
         def is_compatible(cls, model: Model, device: str = "CPU", **kwargs: Any) -> bool:
             try:
-                _model_opset(model)
-            except ValueError:
+                _check_model(model, "is_compatible")
+            except (TypeError, ValueError):
                 return False
-            return all(
-                n.domain in _DEFAULT_DOMAINS and n.op_type in SUPPORTED_OPS
-                for n in model.graph.node
-            )
+            return cls.supports_device(device)
 
         @classmethod
         def prepare(cls, model: Model, device: str = "CPU", **kwargs: Any) -> _Prepared:
-            onnx.checker.check_model(model)
-            return _Rep(model, lib, device)
+            _check_model(model, "prepare")
+            return _Rep(model, lib, _check_device(lib, device, "prepare"))
 
         @classmethod
         def run_node(
@@ -388,15 +447,30 @@ def backend_for(name: str) -> type:
             outputs_info: Any = None,
             **kwargs: Any,
         ) -> tuple[Any, ...]:
+            _check_node(node, "run_node")
+            device = _check_device(lib, device, "run_node")
             opset = kwargs.get("opset_version")
+            number = _check_opset(opset)
+            label = _label(node, number)
+            if isinstance(inputs, (str, bytes, np.ndarray)) or not isinstance(inputs, Sequence):
+                msg = f"{label}: inputs must be a list of NumPy arrays, got {type(inputs).__name__}"
+                raise TypeError(msg)
             with lib.context():
-                native = [None if x is None else lib.from_numpy(x, device) for x in inputs]
-                outputs = run_node(node, native, opset=opset)
+                native = [
+                    None if x is None else _to_library(lib, device, x, f"{label}: input {i}")
+                    for i, x in enumerate(inputs)
+                ]
+                outputs = run_node(node, native, opset=number)
+                if node.op_type == CONSTANT:
+                    return tuple(np.asarray(y) for y in outputs)
                 return tuple(lib.to_numpy(y) for y in outputs)
 
         @classmethod
         def supports_device(cls, device: str) -> bool:
-            return lib.supports(device)
+            try:
+                return lib.supports(device)
+            except (TypeError, ValueError):
+                return False
 
     _Backend.__name__ = _Backend.__qualname__ = f"AnyreduceBackend_{name}"
     _Backend.__doc__ = f"ONNX backend running the reductions on {name} arrays."
