@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="do not show a progress bar")
 
 
-class _Refused(Exception):
+class _ArgumentError(Exception):
     """An argument is wrong: one line for stderr."""
 
 
@@ -81,7 +81,7 @@ def _integers(text: str, label: str, example: str) -> tuple[int, ...]:
         return tuple(int(n) for n in text.split(",") if n.strip())
     except ValueError:
         msg = f"{label} must be comma-separated integers, e.g. {example}; got {text!r}"
-        raise _Refused(msg) from None
+        raise _ArgumentError(msg) from None
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     _quiet_fork_warning()
     try:
         return _sweep(args) if args.all else _one(args)
-    except (_Refused, ValueError, TypeError) as error:
+    except (_ArgumentError, ValueError, TypeError) as error:
         print(f"anyreduce parity: {error}", file=sys.stderr)
         return 2
 
@@ -113,7 +113,7 @@ def _load(path: str) -> Any:
     except (OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         msg = f"--data {path}: cannot read a .npy array of numbers ({first})"
-        raise _Refused(msg) from None
+        raise _ArgumentError(msg) from None
 
 
 def _one(args: argparse.Namespace) -> int:
@@ -121,27 +121,29 @@ def _one(args: argparse.Namespace) -> int:
 
     if args.op is None:
         msg = "give the reduction (reduce_l2, ...), or --all for every one"
-        raise _Refused(msg)
+        raise _ArgumentError(msg)
     if args.json or args.html:
         msg = "--json and --html go with --all"
-        raise _Refused(msg)
+        raise _ArgumentError(msg)
     op = _parity.op_name(args.op)
     backends = _parity.check_names(args.backend, label="--backend")
     distribution = _parity.check_distribution(args.distribution or "normal", "--distribution")
     if args.data is not None:
         if args.shape is not None:
             msg = "give --shape or --data, not both"
-            raise _Refused(msg)
+            raise _ArgumentError(msg)
         data = _load(args.data)
         shape, dtype = tuple(data.shape), data.dtype.name
         _parity.check_dtype(dtype, op, label=f"--data {args.data}: dtype")
         _parity.check_shape(shape, label=f"--data {args.data}: shape")
         if args.dtype is not None and args.dtype != dtype:
             msg = f"--dtype {args.dtype} differs from --data's {dtype}; leave it out"
-            raise _Refused(msg)
+            raise _ArgumentError(msg)
     else:
         data = None
-        given = _DEFAULT_SHAPE if args.shape is None else _integers(args.shape, "--shape", "64,1000")
+        given = (
+            _DEFAULT_SHAPE if args.shape is None else _integers(args.shape, "--shape", "64,1000")
+        )
         shape = _parity.check_shape(given, label="--shape")
         dtype = _parity.check_dtype(args.dtype or "float32", op, label="--dtype")
     axes = None if args.axes is None else _integers(args.axes, "--axes", "1 or 0,1")
@@ -192,7 +194,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if args.data is not None:
         msg = "--data compares one op; leave out --all"
-        raise _Refused(msg)
+        raise _ArgumentError(msg)
     ops = [_parity.op_name(args.op)] if args.op else None
     shape = _SWEEP_SHAPE if args.shape is None else _integers(args.shape, "--shape", "8,32")
     shape = _parity.check_shape(shape, label="--shape")

@@ -45,10 +45,12 @@ def as_numpy(data: Any) -> np.ndarray:
         return np.array(tensor.numpy(), copy=True)
     if array_api_compat.is_dask_array(data):
         with np.errstate(all="ignore"):
-            return np.asarray(data.compute(scheduler="sync"))
+            return np.asarray(data.compute(scheduler="sync"))  # type: ignore[no-untyped-call]
     if array_api_compat.is_jax_array(data):
         return np.array(data, copy=True)
-    if array_api_compat.is_array_api_strict_namespace(array_api_compat.array_namespace(data)):
+    if array_api_compat.is_array_api_obj(data) and array_api_compat.is_array_api_strict_namespace(
+        array_api_compat.array_namespace(data)
+    ):
         return np.array(np.from_dlpack(data), copy=True)
     msg = f"data must be an array (NumPy, PyTorch, JAX, Dask, array-api-strict), not {data!r}"
     raise TypeError(msg)
@@ -100,9 +102,7 @@ def _floats(
         values = rng.uniform(-1.0, 1.0, size)
     elif distribution == "wide":
         exponents = rng.uniform(math.log2(normal), math.log2(big), size)
-        values = np.where(rng.random(size) < 0.5, -1.0, 1.0) * np.minimum(
-            np.exp2(exponents), big
-        )
+        values = np.where(rng.random(size) < 0.5, -1.0, 1.0) * np.minimum(np.exp2(exponents), big)
     elif distribution == "specials":
         specials = np.array(
             [0.0, -0.0, math.inf, -math.inf, math.nan, tiny, -tiny, normal, big, -big, 1.0, -1.0]

@@ -8,12 +8,13 @@ Each framework is imported only when its expressions run, and only when installe
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NATIVE_LIBRARIES", "NATIVES", "Native", "natives_for"]
+__all__ = ["NATIVES", "NATIVE_LIBRARIES", "Native", "natives_for"]
 
 Axes = tuple[int, ...]
 
@@ -123,9 +124,8 @@ def _numpy_natives() -> list[Native]:
 
 def _scipy_natives() -> list[Native]:
     def logsumexp(x: Any, a: Axes, k: bool) -> Any:
-        import scipy.special
-
-        return scipy.special.logsumexp(x, axis=a, keepdims=k)
+        special = importlib.import_module("scipy.special")  # optional: no stubs needed
+        return special.logsumexp(x, axis=a, keepdims=k)
 
     return [
         Native(
