@@ -15,7 +15,7 @@ import pytest
 import anyreduce
 from anyreduce._cli import main
 from anyreduce._conformance import _native
-from anyreduce._conformance._data import DISTRIBUTIONS, generate
+from anyreduce._conformance._data import DISTRIBUTIONS, DTYPES, generate
 from anyreduce.testing import assert_parity, exact, magnitude, parity, parity_sweep
 from backends import dtype_of, make
 
@@ -144,6 +144,14 @@ def test_each_distribution_on_numpy(distribution: str, dtype: str) -> None:
     assert report.distribution == distribution
     (row,) = report.rows
     assert row.agrees, report.failure_message()
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_every_dtype_draws_every_distribution(distribution: str) -> None:
+    for dtype in DTYPES:
+        data = generate((3, 5, 4), dtype, distribution, 1, (0, 2))
+        assert data.shape == (3, 5, 4)
+        assert data.dtype.name == dtype
 
 
 def test_the_distributions_draw_what_they_say() -> None:
@@ -311,9 +319,28 @@ def test_command_refuses_bad_arguments_in_one_line(
     assert names in line
 
 
-def test_command_needs_an_op_or_all(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["parity"]) == 2
-    assert "--all" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "or --all for every one"),
+        (["--all", "reduce_sum", "--dtype", "bool"], "no op takes the dtypes given"),
+        (["--all", "--dtype", "float16,complex64"], "--dtype 'complex64' is not supported"),
+        (["--all", "--distribution", "normal,cauchy"], "--distribution 'cauchy' is unknown"),
+        (["--all", "--axes", "5"], "--all: --axes 5 is out of range for rank-2 data"),
+        (["--all", "--backend", "Torch"], "--backend: unknown name 'Torch'"),
+        (["--all", "--shape", "99999999999"], "at most 10000000 are allowed"),
+        (["--all", "--json", "/no/such/dir/x.json"], "--json /no/such/dir/x.json: no such"),
+        (["--all", "--data", "x.npy"], "--data compares one op; leave out --all"),
+    ],
+)
+def test_command_all_refuses_bad_arguments_in_one_line(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["parity", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert says in line
 
 
 def test_command_on_a_data_file_exits_1_on_disagreement(

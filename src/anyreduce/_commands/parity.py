@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 NAME = "parity"
@@ -98,11 +99,13 @@ def _quiet_fork_warning() -> None:
 
 def run(args: argparse.Namespace) -> int:
     _quiet_fork_warning()
+    # Every argument is checked before any work; what fails later is not the caller's.
     try:
-        return _sweep(args) if args.all else _one(args)
+        settings = _sweep_settings(args) if args.all else _one_settings(args)
     except (_ArgumentError, ValueError, TypeError) as error:
         print(f"anyreduce parity: {error}", file=sys.stderr)
         return 2
+    return _sweep(args, settings) if args.all else _one(settings)
 
 
 def _load(path: str) -> Any:
@@ -116,7 +119,8 @@ def _load(path: str) -> Any:
         raise _ArgumentError(msg) from None
 
 
-def _one(args: argparse.Namespace) -> int:
+def _one_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments of :func:`parity`, each checked."""
     from anyreduce._conformance import _parity
 
     if args.op is None:
@@ -148,19 +152,25 @@ def _one(args: argparse.Namespace) -> int:
         dtype = _parity.check_dtype(args.dtype or "float32", op, label="--dtype")
     axes = None if args.axes is None else _integers(args.axes, "--axes", "1 or 0,1")
     _parity.check_axes(op, axes, len(shape), label="--axes")
-    report = _parity.parity(
-        op,
-        None if data is not None else shape,
-        None if data is not None else dtype,
-        axes,
-        data=data,
-        distribution=distribution,
-        keepdims=bool(args.keepdims),
-        seed=args.seed,
-        backends=backends,
-        native=args.native,
-        expected_errors=args.expect_error,
-    )
+    return {
+        "op": op,
+        "shape": None if data is not None else shape,
+        "dtype": None if data is not None else dtype,
+        "axes": axes,
+        "data": data,
+        "distribution": distribution,
+        "keepdims": bool(args.keepdims),
+        "seed": args.seed,
+        "backends": backends,
+        "native": args.native,
+        "expected_errors": args.expect_error,
+    }
+
+
+def _one(settings: dict[str, Any]) -> int:
+    from anyreduce._conformance import _parity
+
+    report = _parity.parity(**settings)
     print(report)
     if not report.ok:
         print()
@@ -187,28 +197,35 @@ class _RichProgress:
         self._progress.update(self._task, completed=done, description=label)
 
 
-def _sweep(args: argparse.Namespace) -> int:
-    import importlib.util
-
+def _sweep_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments of :func:`parity_sweep`, each checked."""
     from anyreduce._conformance import _parity, _sweep
 
     if args.data is not None:
         msg = "--data compares one op; leave out --all"
         raise _ArgumentError(msg)
     ops = [_parity.op_name(args.op)] if args.op else None
+    for dtype in _names(args.dtype) or ():
+        _parity.check_dtype(dtype, label="--dtype")
+    for distribution in _names(args.distribution) or ():
+        _parity.check_distribution(distribution, "--distribution")
+    _sweep.plan(ops, _names(args.dtype), _names(args.distribution))
+    for option, path in (("--json", args.json), ("--html", args.html)):
+        if path is not None and not Path(path).parent.is_dir():
+            msg = f"{option} {path}: no such directory to write into"
+            raise _ArgumentError(msg)
     shape = _SWEEP_SHAPE if args.shape is None else _integers(args.shape, "--shape", "8,32")
     shape = _parity.check_shape(shape, label="--shape")
     dtypes = _names(args.dtype)
-    for dtype in dtypes or ():
-        _parity.check_dtype(dtype, label="--dtype")
     distributions = _names(args.distribution)
-    for distribution in distributions or ():
-        _parity.check_distribution(distribution, "--distribution")
     axes: tuple[int, ...] | None = (-1,)
     if args.axes is not None:
         axes = _integers(args.axes, "--axes", "1 or 0,1") or None
     _parity.check_axes(ops[0] if ops else "--all", axes, len(shape), label="--axes")
-    settings: dict[str, Any] = {
+    return {
+        "ops": ops,
+        "dtypes": dtypes,
+        "distributions": distributions,
         "shape": shape,
         "axes": axes,
         "keepdims": bool(args.keepdims),
@@ -217,20 +234,23 @@ def _sweep(args: argparse.Namespace) -> int:
         "native": args.native,
         "expected_errors": args.expect_error,
     }
+
+
+def _sweep(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    import importlib.util
+
+    from anyreduce._conformance import _sweep
+
     if args.no_progress or not sys.stderr.isatty():
-        report = _sweep.parity_sweep(ops, dtypes, distributions, **settings)
+        report = _sweep.parity_sweep(**settings)
     elif importlib.util.find_spec("rich") is not None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, transient=True) as bar:
-            report = _sweep.parity_sweep(
-                ops, dtypes, distributions, progress=_RichProgress(bar), **settings
-            )
+            report = _sweep.parity_sweep(progress=_RichProgress(bar), **settings)
     else:
-        report = _sweep.parity_sweep(
-            ops, dtypes, distributions, progress=_PlainProgress(), **settings
-        )
+        report = _sweep.parity_sweep(progress=_PlainProgress(), **settings)
     _print_sweep(report)
     if args.json:
         _sweep.write_json(report, args.json)

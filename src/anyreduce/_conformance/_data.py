@@ -163,7 +163,8 @@ def _integers(
             half = count // 2 // 2 * 2
             for row in rows:
                 where = rng.permutation(count)[:half]
-                large = [int(v) for v in rng.integers(high // 2, high, half // 2, endpoint=True)]
+                draws = rng.integers(high // 2, high, half // 2, dtype=dtype, endpoint=True)
+                large = [int(v) for v in draws]
                 row[where] = large + [(-v if signed else (1 << bits) - v) for v in large]
         return np.array(base.tolist(), dtype=dtype)
     if distribution == "normal":

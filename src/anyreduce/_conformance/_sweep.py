@@ -25,7 +25,7 @@ from ._parity import (
     parity,
 )
 
-__all__ = ["SweepCell", "SweepReport", "parity_sweep", "write_html", "write_json"]
+__all__ = ["SweepCell", "SweepReport", "parity_sweep", "plan", "write_html", "write_json"]
 
 Progress = Callable[[int, int, str], None]
 
@@ -198,6 +198,28 @@ def _json_number(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
+def plan(
+    ops: Sequence[str] | None,
+    dtypes: Sequence[str] | None,
+    distributions: Sequence[str] | None,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], list[tuple[str, str, str]]]:
+    """The sweep's ops, dtypes and distributions (checked; default all) and its cases."""
+    op_names = tuple(op_name(op) for op in ops) if ops else OP_NAMES
+    dtype_names = tuple(check_dtype(d) for d in dtypes) if dtypes else DTYPES
+    chosen = tuple(check_distribution(d) for d in distributions) if distributions else DISTRIBUTIONS
+    cases = [
+        (op, dtype, distribution)
+        for op in op_names
+        for dtype in dtype_names
+        for distribution in chosen
+        if dtype != "bool" or op in ("reduce_max", "reduce_min")
+    ]
+    if not cases:
+        msg = "parity sweep: no op takes the dtypes given (bool: only reduce_max, reduce_min)"
+        raise TypeError(msg)
+    return op_names, dtype_names, chosen, cases
+
+
 def parity_sweep(
     ops: Sequence[str] | None = None,
     dtypes: Sequence[str] | None = None,
@@ -244,21 +266,9 @@ def parity_sweep(
     >>> report.ok, report.matrix["numpy"]["reduce_max"].text()
     (True, '0 ok')
     """
-    op_names = tuple(op_name(op) for op in ops) if ops else OP_NAMES
-    dtype_names = tuple(check_dtype(d) for d in dtypes) if dtypes else DTYPES
-    chosen = tuple(check_distribution(d) for d in distributions) if distributions else DISTRIBUTIONS
+    op_names, dtype_names, chosen, cases = plan(ops, dtypes, distributions)
     dims = check_shape(shape)
     wanted = check_names(backends)
-    cases = [
-        (op, dtype, distribution)
-        for op in op_names
-        for dtype in dtype_names
-        for distribution in chosen
-        if dtype != "bool" or op in ("reduce_max", "reduce_min")
-    ]
-    if not cases:
-        msg = "parity sweep: no op takes the dtypes given (bool: only reduce_max, reduce_min)"
-        raise TypeError(msg)
     axes_tuple = None if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
     report = SweepReport(op_names, dtype_names, chosen, dims, axes_tuple, seed, native)
     start = time.perf_counter()
