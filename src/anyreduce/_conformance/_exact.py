@@ -201,8 +201,9 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float]:
         total = _fsum(row)
         value = _log(total)
         # d log(s) = ds / s: the sum's error, relative to the sum, is the log's absolute error
-        scale = absolute / abs(total) if total else math.inf
-        return value, scale + abs(value)
+        # (finite for a negative sum too: see Exact.ill)
+        scale = absolute / abs(total) if total else (math.inf if absolute else 0.0)
+        return value, scale + (abs(value) if math.isfinite(value) else 0.0)
     value = _lse(row)
     top = max(row, default=0.0)
     return value, abs(top) + math.log(max(n, 1)) + 1 + (abs(value) if math.isfinite(value) else 0)
@@ -251,6 +252,10 @@ class Exact:
     scales: np.ndarray  # float64, per element; zero for integers and bool
     count: int  # number of elements reduced into each output element
     dtype: np.dtype  # the output dtype (= the input's)
+    # Per element, whether the answer is not determined within the tolerance: a LogSum whose
+    # sum may have either sign once rounded (|sum| <= the bound of its error), where a
+    # correct accumulation may give any log, NaN or -inf. None: no such element.
+    ill: np.ndarray | None = None
 
     def rounded(self) -> np.ndarray:
         """The exact values in the output dtype (the value an ideal implementation returns)."""
@@ -281,7 +286,10 @@ def exact(op: str, data: np.ndarray, axes: Sequence[int], keepdims: bool) -> Exa
     if keepdims:
         shape = tuple(1 if i in reduced else n for i, n in enumerate(data.shape))
         values, scales = values.reshape(shape), scales.reshape(shape)
-    return Exact(values, scales, count, dtype)
+    ill = None
+    if floating and op == "ReduceLogSum":
+        ill = np.asarray(tolerance(dtype, count) * scales >= 1.0)
+    return Exact(values, scales, count, dtype, ill)
 
 
 def _normalised(
@@ -465,14 +473,21 @@ def _compare_float(got: np.ndarray, want: Exact) -> Comparison:
             # API standard does not require gradual underflow.
             + finfo.smallest_normal
         )
-        ok = both_nan | same_inf | (np.isfinite(rounded) & np.isfinite(got) & (error <= allowed))
-        finite = np.isfinite(error) & np.isfinite(rounded)
-        ulps = np.where(finite, error / ulp, np.where(both_nan | same_inf, 0.0, math.inf))
+        ill = np.zeros(got.shape, dtype=bool) if want.ill is None else want.ill
+        ok = (
+            both_nan
+            | same_inf
+            | ill
+            | (np.isfinite(rounded) & np.isfinite(got) & (error <= allowed))
+        )
+        finite = np.isfinite(error) & np.isfinite(rounded) & ~ill
+        exempt = both_nan | same_inf | ill
+        ulps = np.where(finite, error / ulp, np.where(exempt, 0.0, math.inf))
         denominator = np.abs(exact_values)
         relative = np.where(
             finite,
             np.where(denominator > 0, error / np.where(denominator > 0, denominator, 1), error),
-            np.where(both_nan | same_inf, 0.0, math.inf),
+            np.where(exempt, 0.0, math.inf),
         )
     max_ulps = float(np.max(ulps, initial=0.0))
     max_relative = float(np.max(relative, initial=0.0))
