@@ -382,9 +382,15 @@ def test_command_refuses_unreadable_data(
     np.save(objects, np.array([1, "a"], dtype=object), allow_pickle=True)
     complex_file = tmp_path / "complex.npy"
     np.save(complex_file, np.zeros(3, np.complex64))
+    empty = tmp_path / "empty.npy"
+    empty.write_bytes(b"")
+    archive = tmp_path / "two.npz"
+    np.savez(archive, a=np.zeros(2), b=np.ones(2))
     for path, says in [
         (objects, "cannot read a .npy array of numbers"),
         (tmp_path / "missing.npy", "cannot read"),
+        (empty, "cannot read"),
+        (archive, "not a .npy array"),
         (complex_file, "dtype 'complex64' is not supported"),
     ]:
         assert main(["parity", "reduce_sum", "--data", str(path)]) == 2

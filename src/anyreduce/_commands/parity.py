@@ -112,11 +112,16 @@ def _load(path: str) -> Any:
     import numpy as np
 
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
+        loaded = np.load(path, allow_pickle=False)
+    except Exception as error:  # noqa: BLE001 - any unreadable file is the same refusal
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         msg = f"--data {path}: cannot read a .npy array of numbers ({first})"
         raise _ArgumentError(msg) from None
+    if not isinstance(loaded, np.ndarray):  # an .npz archive
+        loaded.close()
+        msg = f"--data {path}: not a .npy array (an .npz archive holds several; save one)"
+        raise _ArgumentError(msg)
+    return loaded
 
 
 def _one_settings(args: argparse.Namespace) -> dict[str, Any]:
