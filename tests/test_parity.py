@@ -122,6 +122,10 @@ def test_a_row_that_raised_fails_unless_expected(monkeypatch: pytest.MonkeyPatch
     expected = parity("reduce_sum", (4, 4), "float32", backends=names, expected_errors=["numpy"])
     assert expected.ok
     assert "(expected)" in str(expected)
+    assert "expected_errors=['numpy']" in expected.reproduce()
+    assert "--expect-error numpy" in expected.reproduce()
+    with pytest.raises(ValueError, match="expected_errors: unknown name 'nunpy'"):
+        parity("reduce_sum", (4, 4), expected_errors=["nunpy"])
     # Nothing compared but the expected error: still vacuous.
     alone = parity("reduce_sum", (4, 4), backends=["numpy"], expected_errors=["numpy"])
     assert not alone.ok
@@ -324,6 +328,7 @@ def test_sweep_ok_and_refusals() -> None:
         (["--shape", "4x4"], "--shape must be comma-separated integers"),
         (["--distribution", "cauchy"], "--distribution 'cauchy' is unknown; expected one of"),
         (["--json", "x.json"], "--json and --html go with --all"),
+        (["--expect-error", "onnxrt"], "--expect-error: unknown name 'onnxrt'; expected one of"),
     ],
 )
 def test_command_refuses_bad_arguments_in_one_line(

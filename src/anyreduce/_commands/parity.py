@@ -168,7 +168,7 @@ def _one_settings(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "backends": backends,
         "native": args.native,
-        "expected_errors": args.expect_error,
+        "expected_errors": _parity.check_expected(args.expect_error, "--expect-error"),
     }
 
 
@@ -237,7 +237,7 @@ def _sweep_settings(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "backends": _parity.check_names(args.backend, label="--backend"),
         "native": args.native,
-        "expected_errors": args.expect_error,
+        "expected_errors": _parity.check_expected(args.expect_error, "--expect-error"),
     }
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "check_axes",
     "check_distribution",
     "check_dtype",
+    "check_expected",
     "check_names",
     "check_shape",
     "describe_problem",
@@ -60,6 +61,20 @@ def check_names(names: Sequence[str] | None, label: str = "backends") -> tuple[s
     if not names:
         msg = f"{label}: empty; give at least one of {', '.join(valid)}"
         raise ValueError(msg)
+    return tuple(names)
+
+
+def check_expected(names: Collection[str], label: str = "expected_errors") -> tuple[str, ...]:
+    """``names`` as a tuple, each a backend, runtime or native expression name."""
+    from ._native import NATIVES
+
+    if isinstance(names, str):
+        names = [names]
+    valid = (*selectable_names(), *(n.name for n in NATIVES))
+    for name in names:
+        if name not in valid:
+            msg = f"{label}: unknown name {name!r}; expected one of {', '.join(valid)}"
+            raise ValueError(msg)
     return tuple(names)
 
 
@@ -271,6 +286,8 @@ class ParityReport:
             options.append("native=True")
         if self.backends:
             options.append(f"backends={list(self.backends)!r}")
+        if self.expected_errors:
+            options.append(f"expected_errors={list(self.expected_errors)!r}")
         argv = []
         if self.axes is not None:
             argv.append(f"--axes {','.join(map(str, self.axes))}")
@@ -279,6 +296,7 @@ class ParityReport:
         if self.native:
             argv.append("--native")
         argv += [f"--backend {name}" for name in self.backends or ()]
+        argv += [f"--expect-error {name}" for name in self.expected_errors]
         if self.distribution == "given":
             call = f"parity({self.op!r}, data=<your {self.dtype}{list(self.shape)} array>"
             line = f"anyreduce parity {self.op} --data <your .npy file>"
@@ -491,6 +509,7 @@ def parity(
         msg = f"parity: keepdims must be True or False, got {keepdims!r}"
         raise ValueError(msg)  # noqa: TRY004 - spec.md §5: ValueError for a bad keepdims
     wanted = check_names(backends)
+    expected = check_expected(expected_errors)
     host, dtype, distribution = _input(name, shape, dtype, data, distribution)
     given_axes, reduced = check_axes(name, axes, host.ndim)
     if data is None:
@@ -507,7 +526,7 @@ def parity(
         tolerance(want.dtype, want.count),
         distribution=distribution,
         seed=seed,
-        expected_errors=tuple(expected_errors),
+        expected_errors=expected,
         native=native,
         backends=wanted,
     )

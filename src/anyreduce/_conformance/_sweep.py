@@ -18,6 +18,7 @@ from ._parity import (
     ParityRow,
     check_distribution,
     check_dtype,
+    check_expected,
     check_names,
     check_shape,
     describe_problem,
@@ -269,6 +270,7 @@ def parity_sweep(
     op_names, dtype_names, chosen, cases = plan(ops, dtypes, distributions)
     dims = check_shape(shape)
     wanted = check_names(backends)
+    expected = check_expected(expected_errors)
     axes_tuple = None if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
     report = SweepReport(op_names, dtype_names, chosen, dims, axes_tuple, seed, native)
     start = time.perf_counter()
@@ -283,7 +285,7 @@ def parity_sweep(
             seed=seed,
             backends=wanted,
             native=native,
-            expected_errors=expected_errors,
+            expected_errors=expected,
         )
         report.add(one, distribution)
         if progress is not None:
