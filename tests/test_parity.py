@@ -462,3 +462,37 @@ def test_dtype_of_the_fixture_names(xp: Any) -> None:
     data = make(xp, [1, 2, 3], "int32")
     assert data.dtype == dtype_of(xp, "int32")
     assert parity("reduce_prod", data=data, backends=["numpy"]).rows[0].actual == 6
+
+
+def test_parity_runs_with_numpy_alone() -> None:
+    """No backend, runtime, framework, ml_dtypes, scipy or rich: what is absent is listed,
+    the rest compared."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, sys\n"
+        "blocked = {'torch', 'jax', 'jaxlib', 'dask', 'array_api_strict', 'onnx', 'onnxruntime',"
+        " 'openvino', 'ml_dtypes', 'hypothesis', 'rich', 'scipy'}\n"
+        "class Blocker:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in blocked:\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Blocker())\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name.split('.')[0] in blocked"
+        " else real(name, *a)\n"
+        "from anyreduce._cli import main\n"
+        "code = main(['parity', 'reduce_log_sum_exp', '--shape', '3,4', '--native'])\n"
+        "assert main(['parity', 'reduce_sum', '--dtype', 'bfloat16']) == 2\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok: 2 compared" in done.stdout  # anyreduce and np.logaddexp.reduce
+    assert "torch                            not run: not installed" in done.stdout
+    assert "scipy.special.logsumexp          not run: scipy is not installed" in done.stdout
+    assert "onnxruntime                      not run: onnxruntime is not installed" in done.stdout
+    assert "bfloat16 needs the ml_dtypes package" in done.stderr
