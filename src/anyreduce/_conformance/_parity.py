@@ -20,7 +20,7 @@ import numpy as np
 from ._cases import OPENVINO_OPS, SpecCase
 from ._data import DISTRIBUTIONS, DTYPES, MAX_ELEMENTS, as_numpy, generate
 from ._exact import OP_NAMES, Exact, compare, exact, np_dtype, onnx_name, spacing, tolerance
-from ._native import NATIVE_LIBRARIES, Native, natives_for
+from ._native import NATIVES, NATIVE_LIBRARIES, natives_for
 from ._runtimes import RUNTIMES, discover_runtimes
 from ._targets import LIBRARIES, Target, discover
 
@@ -66,8 +66,6 @@ def check_names(names: Sequence[str] | None, label: str = "backends") -> tuple[s
 
 def check_expected(names: Collection[str], label: str = "expected_errors") -> tuple[str, ...]:
     """``names`` as a tuple, each a backend, runtime or native expression name."""
-    from ._native import NATIVES
-
     if isinstance(names, str):
         names = [names]
     valid = (*selectable_names(), *(n.name for n in NATIVES))
@@ -389,18 +387,9 @@ def _literal(value: float | None) -> str:
 
 
 def _selector(row: ParityRow) -> str:
-    """The ``backends=`` name that selects ``row``."""
-    if row.kind != "native":
-        return row.name
-    for native in natives_for_name(row.name):
-        return native.library
-    return row.name
-
-
-def natives_for_name(name: str) -> list[Native]:
-    from ._native import NATIVES
-
-    return [n for n in NATIVES if n.name == name]
+    """The ``backends=`` name that selects ``row`` (a native expression: its library)."""
+    libraries = [n.library for n in NATIVES if n.name == row.name and row.kind == "native"]
+    return libraries[0] if libraries else row.name
 
 
 def describe_problem(row: ParityRow) -> str:
