@@ -20,7 +20,7 @@ import numpy as np
 from ._cases import OPENVINO_OPS, SpecCase
 from ._data import DISTRIBUTIONS, DTYPES, MAX_ELEMENTS, as_numpy, generate
 from ._exact import OP_NAMES, Exact, compare, exact, np_dtype, onnx_name, spacing, tolerance
-from ._native import NATIVES, NATIVE_LIBRARIES, natives_for
+from ._native import NATIVE_LIBRARIES, NATIVES, natives_for
 from ._runtimes import RUNTIMES, discover_runtimes
 from ._targets import LIBRARIES, Target, discover
 
