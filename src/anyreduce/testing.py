@@ -1,8 +1,12 @@
 """Tools for checking anyreduce, and other implementations, against the contract.
 
-:func:`parity` runs one reduction on every installed backend and runtime and measures each
-against the exact result; :func:`conformance` runs the whole conformance suite (what the
-``anyreduce conformance`` command runs) and returns its report.
+:func:`parity` runs one reduction on every installed backend, runtime and (with
+``native=True``) framework expression and measures each against the exact result;
+:func:`assert_parity` is the same as an assertion for test suites; :func:`parity_sweep`
+runs it for every op, dtype and distribution. :func:`exact` is the exact oracle they (and
+the conformance suite) use, :func:`magnitude` the size of what an op accumulates.
+:func:`conformance` runs the whole conformance suite (what the ``anyreduce conformance``
+command runs) and returns its report.
 """
 
 from __future__ import annotations
@@ -10,9 +14,54 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._conformance._exact import OP_NAMES, magnitude
+from ._conformance._exact import reduce as exact
 from ._conformance._parity import ParityReport, ParityRow, parity
+from ._conformance._sweep import SweepCell, SweepReport, parity_sweep
 
-__all__ = ["ParityReport", "ParityRow", "conformance", "parity"]
+__all__ = [
+    "OP_NAMES",
+    "ParityReport",
+    "ParityRow",
+    "SweepCell",
+    "SweepReport",
+    "assert_parity",
+    "conformance",
+    "exact",
+    "magnitude",
+    "parity",
+    "parity_sweep",
+]
+
+
+def assert_parity(*args: Any, **kwargs: Any) -> ParityReport:
+    """:func:`parity`, raising ``AssertionError`` unless its report is ok.
+
+    Takes the same arguments as :func:`parity`. The message names each library that
+    disagrees or fails, its worst output element with the exact and computed values and the
+    inputs reduced into it, and the call that reproduces it; a report with nothing compared
+    fails too.
+
+    Returns
+    -------
+    ParityReport
+        The report, when it is ok.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from anyreduce.testing import assert_parity
+    >>> report = assert_parity("reduce_l2", data=np.array([300, 400], np.float16),
+    ...                        backends=["numpy", "torch"], native=True,
+    ...                        expected_errors=())  # doctest: +SKIP
+    Traceback (most recent call last):
+    AssertionError: parity of reduce_l2 on float16[2] over all axes, the given data:
+      np.linalg.norm (native): worst output [0]: exact 500.0, got inf (inf ulps); ...
+    """
+    report = parity(*args, **kwargs)
+    if not report.ok:
+        raise AssertionError(report.failure_message())
+    return report
 
 
 def conformance(

@@ -94,7 +94,8 @@ def _mismatches(got: Got, want: Exact) -> np.ndarray:
     for i, (g, w, s) in enumerate(
         zip(flat_got, want.values.ravel(), want.scales.ravel(), strict=True)
     ):
-        one = Exact(np.array(w, dtype=np.float64), np.array(s), want.count, want.dtype)
+        ill = None if want.ill is None else np.array(want.ill.ravel()[i])
+        one = Exact(np.array(w, dtype=np.float64), np.array(s), want.count, want.dtype, ill)
         mask.ravel()[i] = not compare("", np.asarray(g).astype(want.dtype), one).agrees
     return mask
 

@@ -1,10 +1,16 @@
-"""The exact oracle of the conformance suite and the rule for "agrees with it".
+"""The exact oracle (the one of the test suite, the conformance suite and parity) and the
+rule for "agrees with it".
 
-The oracle works on NumPy data element by element with Python integers, ``math.fsum`` and
-``math.hypot``, follows the contract (spec.md §1-4) literally and shares no code with the
-kernels it checks. It returns the exact result (float64, or Python ints/bools) together with
-an error scale per element: the magnitude a correctly implemented accumulation in the
-dtype's precision may be off by, relative to the dtype's epsilon.
+The oracle works on NumPy data element by element with Python integers, ``math.fsum``,
+``math.hypot`` and fractions, follows the contract (spec.md §1-4) literally and shares no
+code with the kernels it checks. Float results are the exact value rounded once to float64:
+sums by ``math.fsum``, the squares of float64 values split exactly in two (Veltkamp), means
+as exact fractions, products with no intermediate overflow. :func:`exact` returns the exact
+result (float64, or Python ints/bools) together with an error scale per element: the
+magnitude a correctly implemented accumulation in the dtype's precision may be off by,
+relative to the dtype's epsilon. :func:`reduce` and :func:`magnitude` are the same oracle
+with anyreduce's signature, published as ``anyreduce.testing.exact`` and
+``anyreduce.testing.magnitude``.
 """
 
 from __future__ import annotations
@@ -12,11 +18,51 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Comparison", "Exact", "compare", "exact", "np_dtype", "spacing", "tolerance"]
+__all__ = [
+    "OP_NAMES",
+    "Comparison",
+    "Exact",
+    "compare",
+    "exact",
+    "magnitude",
+    "np_dtype",
+    "onnx_name",
+    "reduce",
+    "spacing",
+    "tolerance",
+]
+
+# anyreduce function name -> ONNX operator name, in report order.
+_ONNX_NAMES = {
+    "reduce_sum": "ReduceSum",
+    "reduce_sum_square": "ReduceSumSquare",
+    "reduce_l1": "ReduceL1",
+    "reduce_l2": "ReduceL2",
+    "reduce_mean": "ReduceMean",
+    "reduce_prod": "ReduceProd",
+    "reduce_max": "ReduceMax",
+    "reduce_min": "ReduceMin",
+    "reduce_log_sum": "ReduceLogSum",
+    "reduce_log_sum_exp": "ReduceLogSumExp",
+}
+OP_NAMES = tuple(_ONNX_NAMES)
+_OTHER_OPS = ("ReduceLogicalAnd", "ReduceLogicalOr")  # OpenVINO's bool reductions
+
+
+def onnx_name(op: str) -> str:
+    """The ONNX name of ``op``, given as anyreduce (``reduce_l2``) or ONNX (``ReduceL2``)
+    names it; ``ValueError`` for any other name."""
+    if op in _ONNX_NAMES.values() or op in _OTHER_OPS:
+        return op
+    if op in _ONNX_NAMES:
+        return _ONNX_NAMES[op]
+    msg = f"unknown reduction {op!r}; expected one of {', '.join(OP_NAMES)}"
+    raise ValueError(msg)
 
 
 def np_dtype(name: str) -> Any:
@@ -62,6 +108,30 @@ def _fsum(values: Sequence[float]) -> float:
         return math.fsum(values)
     except OverflowError:  # the exact sum is finite but beyond float64
         return math.copysign(math.inf, sum(values))
+
+
+_SPLIT = 2.0**27 + 1.0  # Veltkamp: splits a float64 into two halves of 26 bits
+
+
+def _squares(row: Sequence[float]) -> list[float]:
+    """Terms whose exact sum is the exact sum of the squares of ``row``."""
+    terms: list[float] = []
+    for v in row:
+        p = v * v
+        terms.append(p)
+        if math.isfinite(p) and p != 0.0 and abs(v) < 2.0**995:
+            c = _SPLIT * v
+            hi = c - (c - v)
+            lo = v - hi
+            terms.append(((hi * hi - p) + 2.0 * hi * lo) + lo * lo)
+    return terms
+
+
+def _exact_mean(row: list[float]) -> float:
+    if any(math.isinf(v) for v in row):
+        return _fsum(row) / len(row)
+    total = sum((Fraction(v) for v in row), Fraction(0)) / len(row)
+    return float(total)  # a mean of floats is within float64's range
 
 
 def _product(row: list[float]) -> float:
@@ -111,7 +181,7 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float]:
     if op == "ReduceSum":
         return _fsum(row), absolute
     if op == "ReduceSumSquare":
-        value = _fsum([v * v for v in row])
+        value = _fsum(_squares(row))
         return value, value
     if op == "ReduceL1":
         return absolute, absolute
@@ -119,7 +189,7 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float]:
         value = math.hypot(*row)
         return value, value
     if op == "ReduceMean":
-        return (_fsum(row) / n, absolute / n) if n else (math.nan, 0.0)
+        return (_exact_mean(row), absolute / n) if n else (math.nan, 0.0)
     if op == "ReduceProd":
         value = _product(row)
         return value, abs(value)
@@ -131,8 +201,9 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float]:
         total = _fsum(row)
         value = _log(total)
         # d log(s) = ds / s: the sum's error, relative to the sum, is the log's absolute error
-        scale = absolute / abs(total) if total else math.inf
-        return value, scale + abs(value)
+        # (finite for a negative sum too: see Exact.ill)
+        scale = absolute / abs(total) if total else (math.inf if absolute else 0.0)
+        return value, scale + (abs(value) if math.isfinite(value) else 0.0)
     value = _lse(row)
     top = max(row, default=0.0)
     return value, abs(top) + math.log(max(n, 1)) + 1 + (abs(value) if math.isfinite(value) else 0)
@@ -182,6 +253,10 @@ class Exact:
     scales: np.ndarray  # float64, per element; zero for integers and bool
     count: int  # number of elements reduced into each output element
     dtype: np.dtype  # the output dtype (= the input's)
+    # Per element, whether the answer is not determined within the tolerance: a LogSum whose
+    # sum may have either sign once rounded (|sum| <= the bound of its error), where a
+    # correct accumulation may give any log, NaN or -inf. None: no such element.
+    ill: np.ndarray | None = None
 
     def rounded(self) -> np.ndarray:
         """The exact values in the output dtype (the value an ideal implementation returns)."""
@@ -212,7 +287,84 @@ def exact(op: str, data: np.ndarray, axes: Sequence[int], keepdims: bool) -> Exa
     if keepdims:
         shape = tuple(1 if i in reduced else n for i, n in enumerate(data.shape))
         values, scales = values.reshape(shape), scales.reshape(shape)
-    return Exact(values, scales, count, dtype)
+    ill = None
+    if floating and op == "ReduceLogSum":
+        ill = np.asarray(tolerance(dtype, count) * scales >= 1.0)
+    return Exact(values, scales, count, dtype, ill)
+
+
+def _normalised(
+    data: np.ndarray, axes: int | Sequence[int] | None, noop_with_empty_axes: bool
+) -> tuple[int, ...]:
+    """The sorted non-negative axes ``axes`` stands for under the contract (spec.md §2)."""
+    ndim = data.ndim
+    listed = [] if axes is None else [axes] if isinstance(axes, int) else [int(a) for a in axes]
+    if not listed:
+        return () if noop_with_empty_axes else tuple(range(ndim))
+    if any(not -ndim <= a < ndim for a in listed) or len({a % ndim for a in listed}) < len(listed):
+        msg = f"axes {listed} are not distinct axes of a rank-{ndim} array"
+        raise ValueError(msg)
+    return tuple(sorted(a % ndim for a in listed))
+
+
+def reduce(
+    op: str,
+    data: np.ndarray,
+    axes: int | Sequence[int] | None = None,
+    *,
+    keepdims: bool = True,
+    noop_with_empty_axes: bool = False,
+) -> np.ndarray:
+    """The exact result of ``op`` on NumPy ``data``, with anyreduce's signature.
+
+    float64 (the exact value rounded once) for float data, an object array of Python ints
+    (bools for bool data) otherwise; the caller compares it with a dtype-aware tolerance.
+    """
+    reduced = _normalised(data, axes, noop_with_empty_axes)
+    return exact(onnx_name(op), data, reduced, keepdims).values
+
+
+def _magnitude_row(op: str, row: list[float]) -> float:
+    """sum |x|, sum x**2 or sum exp(x - max) over the finite values; 0 for the others."""
+    finite = [v for v in row if math.isfinite(v)]
+    if op in {"ReduceSum", "ReduceMean", "ReduceL1", "ReduceLogSum"}:
+        return _fsum([abs(v) for v in finite])
+    if op in {"ReduceSumSquare", "ReduceL2"}:
+        return _fsum(_squares(finite))
+    if op == "ReduceLogSumExp":
+        if not finite:
+            return 0.0
+        top = max(finite)
+        return _fsum([math.exp(v - top) for v in finite])
+    return 0.0
+
+
+def magnitude(
+    op: str,
+    data: np.ndarray,
+    axes: int | Sequence[int] | None = None,
+    *,
+    keepdims: bool = True,
+    noop_with_empty_axes: bool = False,
+) -> np.ndarray:
+    """Per output element, the float64 size ``M`` of what ``op`` accumulates.
+
+    ``sum |x|`` for Sum, Mean, L1 and LogSum; ``sum x**2`` for SumSquare and L2;
+    ``sum exp(x - max)`` for LogSumExp; 0 for the others. Non-finite values are left out.
+    The error bound of a float accumulation scales with it.
+    """
+    name = onnx_name(op)
+    reduced = _normalised(data, axes, noop_with_empty_axes)
+    kept = [i for i in range(data.ndim) if i not in reduced]
+    outer = tuple(data.shape[i] for i in kept)
+    count = math.prod(data.shape[i] for i in reduced)
+    rows = np.transpose(data, kept + list(reduced)).reshape((*outer, count))
+    out = np.zeros(outer, dtype=np.float64)
+    for index in np.ndindex(*outer):
+        out[index] = _magnitude_row(name, [float(v) for v in rows[index]])
+    if keepdims:
+        out = out.reshape(tuple(1 if i in reduced else n for i, n in enumerate(data.shape)))
+    return out
 
 
 def spacing(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -322,14 +474,21 @@ def _compare_float(got: np.ndarray, want: Exact) -> Comparison:
             # API standard does not require gradual underflow.
             + finfo.smallest_normal
         )
-        ok = both_nan | same_inf | (np.isfinite(rounded) & np.isfinite(got) & (error <= allowed))
-        finite = np.isfinite(error) & np.isfinite(rounded)
-        ulps = np.where(finite, error / ulp, np.where(both_nan | same_inf, 0.0, math.inf))
+        ill = np.zeros(got.shape, dtype=bool) if want.ill is None else want.ill
+        ok = (
+            both_nan
+            | same_inf
+            | ill
+            | (np.isfinite(rounded) & np.isfinite(got) & (error <= allowed))
+        )
+        finite = np.isfinite(error) & np.isfinite(rounded) & ~ill
+        exempt = both_nan | same_inf | ill
+        ulps = np.where(finite, error / ulp, np.where(exempt, 0.0, math.inf))
         denominator = np.abs(exact_values)
         relative = np.where(
             finite,
             np.where(denominator > 0, error / np.where(denominator > 0, denominator, 1), error),
-            np.where(both_nan | same_inf, 0.0, math.inf),
+            np.where(exempt, 0.0, math.inf),
         )
     max_ulps = float(np.max(ulps, initial=0.0))
     max_relative = float(np.max(relative, initial=0.0))
