@@ -230,12 +230,12 @@ def _mean(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
 def _sum_square(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
     if _dtypes.is_integer(xp, ctx.dtype):
-        return rsum(xp, x * x, axes, keepdims, x.dtype)
+        return rsum(xp, xp.multiply(x, x), axes, keepdims, x.dtype)
     acc = _dtypes.compute_float(xp, ctx.dtype)
     y = xp.astype(x, acc, copy=False)
     # Every term is positive: a partial sum never exceeds the total, so only a total
     # beyond the dtype's range overflows.
-    return _cast(xp, rsum(xp, y * y, axes, keepdims, acc), ctx.dtype)
+    return _cast(xp, rsum(xp, xp.multiply(y, y), axes, keepdims, acc), ctx.dtype)
 
 
 def _l1(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
@@ -270,12 +270,16 @@ def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
     """Per slice (keepdims): its largest magnitude m and the sum of (y / m) ** 2.
 
     Scaled squares can neither overflow nor underflow; an all-zero, infinite or NaN slice
-    keeps scale 1. The scale is applied as two divisions by its root: XLA rewrites x / m
-    into x * (1 / m), and 1 / m is subnormal, so flushed to zero, for m above 2**126 in
-    float32.
+    keeps scale 1, and a slice whose maximum is subnormal takes the smallest normal
+    number (XLA on the CPU reads subnormal numbers as zero in some steps and not in
+    others). The scale is applied as two divisions by its root: XLA rewrites x / m into
+    x * (1 / m), and 1 / m is subnormal, so flushed to zero, for m above 2**126 in float32.
     """
     m = xp.max(xp.abs(y), axis=axes, keepdims=True)
-    scale = xp.where((m == 0) | ~xp.isfinite(m), xp.ones_like(m), m)
+    smallest = float(xp.finfo(y.dtype).smallest_normal)
+    floored = xp.maximum(m, xp.full_like(m, smallest))
+    # An all-zero slice keeps scale 1: the derivatives of (y / m)**2 at 0 grow as 1 / m**2.
+    scale = xp.where((m == 0) | ~xp.isfinite(m), xp.ones_like(m), floored)
     root_scale = xp.sqrt(scale)
     z = (y / root_scale) / root_scale
     return scale, rsum(xp, z * z, axes, True, y.dtype)
@@ -316,8 +320,8 @@ def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         return _cast(xp, xp.abs(x), ctx.dtype)
     y = xp.astype(x, acc, copy=False)
     if x.dtype != acc and _squares_fit(xp, x.dtype, acc):
-        return _cast(xp, _root(xp, rsum(xp, y * y, axes, keepdims, acc)), ctx.dtype)
-    total = rsum(xp, y * y, axes, True, acc)
+        return _cast(xp, _root(xp, rsum(xp, xp.multiply(y, y), axes, keepdims, acc)), ctx.dtype)
+    total = rsum(xp, xp.multiply(y, y), axes, True, acc)
     info = xp.finfo(acc)
     # Each square flushed to zero is off by at most the smallest normal number: below
     # this floor that could exceed eps**2 * total per term.
@@ -395,7 +399,11 @@ def _product_terms(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, ...]:
     regular = xp.isfinite(a) & (a != 0)
     a1 = xp.where(regular, a, xp.ones_like(a))
     e = xp.floor(xp.log2(a1))
-    mantissa_logs = xp.where(regular, xp.log2(a1 / (2.0**e)), xp.zeros_like(a))
+    # Two divisions by halves of 2**e: XLA rewrites a / b into a * (1 / b), and 1 / 2**e
+    # is subnormal, so flushed to zero on the CPU, for e above 126 in float32.
+    half = xp.floor(e / 2)
+    mantissa = (a1 / (2.0**half)) / (2.0 ** (e - half))
+    mantissa_logs = xp.where(regular, xp.log2(mantissa), xp.zeros_like(a))
 
     def total(values: Array) -> Array:
         return rsum(xp, xp.astype(values, y.dtype), axes, True, y.dtype)

@@ -114,7 +114,7 @@ def _sum(xp: Namespace) -> Any:
 
 
 def _chunk_parts(
-    block: Array, *, partial: Any, axes: Axes, empty: tuple[float, ...], dtype: Any
+    block: Array, *, partial: Any, merge: Any, axes: Axes, empty: tuple[float, ...], dtype: Any
 ) -> Array:
     from . import profile_for
 
@@ -126,8 +126,30 @@ def _chunk_parts(
     else:
         profile = profile_for(bxp)
         with profile.quiet():
-            parts = partial(profile.shim(bxp), block, axes)
+            parts = _in_slabs(profile.shim(bxp), block, axes, partial, merge)
     return bxp.stack(parts)
+
+
+#: Elements per slab of a chunk: the statistics of a careful form make several temporaries
+#: of the data's size, which for a whole chunk of 8 MB outgrew a 150 MB worker.
+_SLAB = 2**16
+
+
+def _in_slabs(
+    xp: Namespace, block: Array, axes: Axes, partial: Any, merge: Any
+) -> tuple[Array, ...]:
+    """``partial`` of ``block`` taken over slabs along its first axis, merged."""
+    rows = block.shape[0] if block.ndim else 1
+    step = max(1, _SLAB // max(1, block.size // max(1, rows)))
+    if block.ndim == 0 or step >= rows:
+        result: tuple[Array, ...] = partial(xp, block, axes)
+        return result
+    pieces = [partial(xp, block[i : i + step, ...], axes) for i in range(0, rows, step)]
+    joined = tuple(xp.concat(list(column), axis=0) for column in zip(*pieces, strict=True))
+    if 0 in axes:
+        merged: tuple[Array, ...] = merge(xp, joined, (0,))
+        return merged
+    return joined
 
 
 def _by_chunks(
@@ -148,7 +170,9 @@ def _by_chunks(
     da: Any = dask.array  # untyped
     chunks = tuple((1,) * len(c) if i in axes else c for i, c in enumerate(x.chunks))
     stacked = da.map_blocks(
-        functools.partial(_chunk_parts, partial=partial, axes=axes, empty=empty, dtype=dtype),
+        functools.partial(
+            _chunk_parts, partial=partial, merge=merge, axes=axes, empty=empty, dtype=dtype
+        ),
         x,
         new_axis=0,
         chunks=((len(empty),), *chunks),
@@ -159,9 +183,94 @@ def _by_chunks(
     return merged
 
 
+def _chunk_prod(block: Array, axis: Any, keepdims: bool, *, dtype: Any) -> Array:
+    import numpy as np
+
+    bxp = array_api_compat.array_namespace(block)
+    with np.errstate(all="ignore"):
+        return bxp.prod(block, axis=tuple(axis), keepdims=keepdims, dtype=dtype)
+
+
+def _prod(xp: Namespace) -> Any:
+    """Products chunk by chunk, up a tree, with NumPy's overflow warnings kept inside."""
+
+    def prod(x: Array, /, *, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Array:
+        import dask.array
+
+        da: Any = dask.array  # untyped
+        out = x.dtype if dtype is None else dtype
+        axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
+        step = functools.partial(_chunk_prod, dtype=out)
+        return da.reduction(
+            x,
+            step,
+            step,
+            combine=step,
+            axis=axes,
+            keepdims=keepdims,
+            dtype=out,
+            concatenate=True,
+        )
+
+    return prod
+
+
+def _quietly(name: str, *args: Any) -> Any:
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        return getattr(np, name)(*args)
+
+
+def _elementwise(xp: Namespace, name: str) -> Any:
+    """``xp.<name>`` computed chunk by chunk with NumPy's IEEE warnings kept inside.
+
+    Dask computes later, outside anyreduce: NumPy's warnings about the values the contract
+    asks for (log(0) = -inf, a square beyond the range = inf) would reach the caller then.
+    """
+    base = getattr(xp, name)
+
+    def quiet(*args: Any) -> Any:
+        import dask.array
+
+        da: Any = dask.array  # untyped
+        planned = base(*args)  # the dtype and shape of the result
+        return da.map_blocks(
+            functools.partial(_quietly, name), *args, dtype=planned.dtype, chunks=planned.chunks
+        )
+
+    return quiet
+
+
+def _astype(xp: Namespace) -> Any:
+    def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
+        import dask.array
+        import numpy as np
+
+        da: Any = dask.array  # untyped
+        if x.dtype == dtype:
+            return xp.astype(x, dtype, copy=copy)
+
+        def cast(block: Any) -> Any:
+            with np.errstate(all="ignore"):
+                return block.astype(dtype)
+
+        return da.map_blocks(cast, x, dtype=dtype)
+
+    return astype
+
+
 @functools.cache
 def _shim(xp: Namespace) -> Namespace:
-    return Shim(xp, max=_extreme(xp, True), min=_extreme(xp, False), sum=_sum(xp))
+    return Shim(
+        xp,
+        max=_extreme(xp, True),
+        min=_extreme(xp, False),
+        sum=_sum(xp),
+        prod=_prod(xp),
+        astype=_astype(xp),
+        **{name: _elementwise(xp, name) for name in ("multiply", "log", "exp", "sqrt")},
+    )
 
 
 PROFILE = Profile(name="dask", recognises=recognises, shim=_shim, parts=_by_chunks)

@@ -1,0 +1,257 @@
+"""No spurious overflow or underflow in any operator, on every backend; gradients that stay
+finite where the frameworks' own give NaN.
+
+The contract (spec §3): a result must not overflow or underflow in an intermediate step
+when the true result is representable. The careful forms live in the generic kernels
+(``anyreduce._agnostic``), so they hold eagerly, with accelerators off, under ``jax.jit``
+and ``torch.compile``, and in Dask graphs.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anyreduce
+from anyreduce._conformance._exact import compare, exact
+from anyreduce._lib._ops import OPS as OPERATORS
+from backends import BOTH_PATHS, make, np_dtype, to_numpy
+
+OPS = [
+    "reduce_sum",
+    "reduce_sum_square",
+    "reduce_l1",
+    "reduce_l2",
+    "reduce_mean",
+    "reduce_prod",
+    "reduce_max",
+    "reduce_min",
+    "reduce_log_sum",
+    "reduce_log_sum_exp",
+]
+
+# (op, dtype, data, the exact result): the cases where every runtime failed.
+EXACT_CASES = [
+    ("reduce_prod", "float32", [8.0] * 99 + [0.0], 0.0),
+    ("reduce_prod", "float32", [-8.0] * 99 + [0.0], -0.0),
+    ("reduce_prod", "float32", [1e-30, 1e-30, 1e30], 1e-30),
+    ("reduce_prod", "float64", [1e300, 1e300, 1e-300, 1e-300, 7.0], 7.0),
+    ("reduce_prod", "float32", [2.0] * 200 + [2.0**-149] * 2, 2.0**-98),
+    ("reduce_prod", "float32", [2.0] * 200 + [2.0**-100] * 2, 1.0),
+    ("reduce_prod", "float32", [3e38, 3e38], math.inf),
+    ("reduce_prod", "float32", [3e38, -3e38, 3.0], -math.inf),
+    ("reduce_prod", "float32", [1e-30, 1e-30], 0.0),
+    ("reduce_prod", "float32", [1e30, math.inf, 0.0], math.nan),
+    ("reduce_prod", "float16", [60000.0] * 3 + [2.0**-24] * 3, 60000.0**3 * 2.0**-72),
+    ("reduce_mean", "float32", [3e38, 3e38], 3e38),
+    ("reduce_mean", "float64", [1.7e308, 1.7e308], 1.7e308),
+    ("reduce_sum", "float32", [3e38, 3e38, -3e38], 3e38),
+    ("reduce_sum", "float64", [1.7e308, 1.7e308, -1.7e308], 1.7e308),
+    ("reduce_sum", "float32", [3e38, 3e38], math.inf),
+    ("reduce_log_sum", "float32", [3e38, 3e38], math.log(6e38)),
+    ("reduce_l2", "float32", [1e20, 1e20], math.sqrt(2) * 1e20),
+    ("reduce_l2", "float32", [1e-30, 1e-30], math.sqrt(2) * 1e-30),
+    ("reduce_l2", "float64", [1e200, 1e200], math.sqrt(2) * 1e200),
+    ("reduce_l2", "float64", [1e-200, 1e-200], math.sqrt(2) * 1e-200),
+]
+
+
+def _ids(case: tuple[Any, ...]) -> str:
+    return f"{case[0]}-{case[1]}-{case[2][:3]}"
+
+
+@pytest.mark.parametrize("backend", BOTH_PATHS, ids=str, indirect=True)
+@pytest.mark.parametrize(("op", "dtype", "data", "want"), EXACT_CASES, ids=map(_ids, EXACT_CASES))
+def test_no_intermediate_overflow_or_underflow(
+    xp: Any, backend: Any, op: str, dtype: str, data: list[float], want: float
+) -> None:
+    if not backend.has(dtype):
+        pytest.skip(f"{backend} has no {dtype}")
+    if backend.name == "jax32" and dtype == "float32" and min(map(abs, data)) < 2.0**-126:
+        # XLA on the CPU reads subnormal inputs as zero (flush to zero): documented.
+        pytest.skip("XLA on the CPU flushes subnormal inputs to zero")
+    host = np.asarray(data, dtype=np_dtype(dtype))
+    result = getattr(anyreduce, op)(make(xp, host, dtype), keepdims=False)
+    with np.errstate(over="ignore"):
+        rounded = np.asarray(want).astype(np_dtype(dtype)).astype(np.float64)
+    got = float(to_numpy(result).astype(np.float64))
+    assert result.dtype == make(xp, host, dtype).dtype
+    if math.isnan(rounded):
+        assert math.isnan(got)
+        return
+    assert math.copysign(1.0, got) == math.copysign(1.0, rounded), (got, rounded)
+    assert got == pytest.approx(float(rounded), rel=2.0**-20 if dtype != "float16" else 2.0**-9)
+
+
+def test_subnormal_l2_is_zero_or_right_never_nan_without_x64() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    with jax.enable_x64(False):
+        for value, dtype in ((1e-40, jnp.float32), (2.9e-39, jnp.bfloat16)):
+            got = float(anyreduce.reduce_l2(jnp.asarray([value], dtype=dtype))[0])
+            # XLA's CPU code flushes subnormal inputs to zero: 0 is the documented answer.
+            assert got == 0.0 or got == pytest.approx(value, rel=2.0**-7), got
+
+
+# --- the same generated data on every backend ----------------------------------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_MAGNITUDES = [0.0, 1.0, 3.0, 1e-3, 1e3, 1e20, 1e-20, 3e38, 1e-38, 1e-45, 1e150, 1e300, 1e-300]
+_SPECIALS = [math.inf, -math.inf, math.nan, 0.0, -0.0]
+
+
+@st.composite
+def _cases(draw: Any) -> tuple[str, str, np.ndarray, tuple[int, ...]]:
+    op = draw(st.sampled_from(OPS))
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    rows = draw(st.integers(1, 3))
+    cols = draw(st.integers(1, 40))
+    scale = st.sampled_from(_MAGNITUDES)
+    value = st.one_of(
+        st.builds(lambda m, s: s * m, scale, st.sampled_from([-1.0, 1.0])),
+        st.sampled_from(_SPECIALS),
+        st.integers(-9, 9).map(float),
+        st.floats(-1e6, 1e6),
+    )
+    flat = draw(st.lists(value, min_size=rows * cols, max_size=rows * cols))
+    with np.errstate(over="ignore", under="ignore"):
+        data = np.asarray(flat, dtype=np.float64).reshape(rows, cols).astype(dtype)
+    axes = draw(st.sampled_from([(1,), (0,), (0, 1)]))
+    return op, dtype, data, axes
+
+
+def _classes(values: np.ndarray) -> np.ndarray:
+    """Each element as finite (0), +inf (1), -inf (2) or NaN (3)."""
+    v = values.astype(np.float64)
+    return np.select([np.isnan(v), v == math.inf, v == -math.inf], [3, 1, 2], 0)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(_cases())
+def test_every_backend_meets_the_exact_oracle_and_classifies_alike(
+    case: tuple[str, str, np.ndarray, tuple[int, ...]],
+) -> None:
+    op, dtype, data, axes = case
+    onnx_name = OPERATORS[op].onnx_name
+    want = exact(onnx_name, data, axes, True)
+    classes: dict[str, np.ndarray] = {}
+    for backend in BOTH_PATHS:
+        if not backend.has(dtype):
+            continue
+        try:
+            with backend.active() as xp:
+                got = to_numpy(getattr(anyreduce, op)(make(xp, data, dtype), list(axes)))
+        except pytest.skip.Exception:
+            continue
+        if backend.name == "jax32" and np.any((data != 0) & (np.abs(data) < 2.0**-126)):
+            continue  # XLA on the CPU flushes subnormal inputs to zero (documented)
+        verdict = compare(onnx_name, got, want)
+        assert verdict.agrees, f"{backend}: {op} {dtype} over {axes} of {data!r}: {verdict.why}"
+        classes[str(backend)] = _classes(got)
+    first = next(iter(classes.values()))
+    for name, seen in classes.items():
+        np.testing.assert_array_equal(seen, first, err_msg=name)
+
+
+# --- gradients ----------------------------------------------------------------------------
+
+
+def test_log_sum_exp_gradient_over_an_all_minus_inf_slice_is_zero() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[0.0, 1.0], [-math.inf, -math.inf]], requires_grad=True)
+    anyreduce.reduce_log_sum_exp(x, 1, keepdims=False)[1].backward()
+    assert torch.equal(x.grad, torch.zeros_like(x))
+    x.grad = None
+    anyreduce.reduce_log_sum_exp(x, 1, keepdims=False).sum().backward()
+    expected = torch.tensor([[1 / (1 + math.e), math.e / (1 + math.e)], [0.0, 0.0]])
+    torch.testing.assert_close(x.grad, expected)
+
+
+def test_log_sum_exp_gradient_over_an_all_minus_inf_slice_is_zero_in_jax() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    x = jnp.asarray([[0.0, 1.0], [-jnp.inf, -jnp.inf]])
+    for transform in (lambda f: f, jax.jit):
+        grad = transform(jax.grad(lambda v: anyreduce.reduce_log_sum_exp(v, 1).sum()))(x)
+        assert np.all(np.isfinite(np.asarray(grad)))
+        np.testing.assert_array_equal(np.asarray(grad)[1], [0.0, 0.0])
+
+
+def test_l2_second_derivative_at_zero_is_one_finite_answer_in_every_mode() -> None:
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def norm(v: Any) -> Any:
+        return anyreduce.reduce_l2(v, keepdims=False)
+
+    x = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(norm(x), x, create_graph=True)
+    second = torch.stack([torch.autograd.grad(g[i], x, retain_graph=True)[0] for i in range(3)])
+    with warnings.catch_warnings():
+        # torch.func's forward mode loads decompositions through torch.jit (deprecated).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        hessian = torch.func.hessian(norm)(torch.zeros(3, dtype=torch.float64))
+    with jax.enable_x64(True):
+        jax_hessian = np.asarray(jax.jacrev(jax.jacrev(norm))(jnp.zeros(3, dtype=jnp.float64)))
+    for h in (second.detach().numpy(), hessian.numpy(), jax_hessian):
+        assert np.all(np.isfinite(h)), h
+    np.testing.assert_array_equal(second.detach().numpy(), hessian.numpy())
+    np.testing.assert_array_equal(hessian.numpy(), jax_hessian)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize(("shape", "axes"), [((0, 3), None), ((2, 0), [1]), ((0,), [0])])
+def test_an_empty_batch_still_differentiates(op: str, shape: tuple[int, ...], axes: Any) -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(shape, requires_grad=True)
+    result = getattr(anyreduce, op)(x, axes)
+    assert result.grad_fn is not None, "no grad_fn: backward() on an empty batch fails"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sums of NaN identities (the mean) are as intended
+        result.sum().backward()
+    assert x.grad is not None
+    assert x.grad.shape == x.shape
+
+
+# --- Dask: no warning when the graph is computed --------------------------------------------
+
+_DASK_CASES = [
+    ("reduce_prod", "float32", [8.0] * 99 + [0.0]),
+    ("reduce_prod", "float64", [1e300, 1e300, 1e-300, 1e-300, 7.0]),
+    ("reduce_l2", "float32", [3e38, 3e38]),
+    ("reduce_l2", "float64", [1e200, 1e200]),
+    ("reduce_sum_square", "float32", [3e38, 3e38]),
+    ("reduce_log_sum", "float64", [0.0, 0.0]),
+    ("reduce_log_sum_exp", "float64", [-math.inf, -math.inf]),
+    ("reduce_mean", "float64", [math.inf, -math.inf]),
+    ("reduce_sum", "float32", [3e38, 3e38, -3e38]),
+]
+
+
+@pytest.mark.parametrize(("op", "dtype", "data"), _DASK_CASES, ids=map(_ids, _DASK_CASES))
+def test_dask_graphs_compute_without_warnings(op: str, dtype: str, data: list[float]) -> None:
+    da = pytest.importorskip("dask.array")
+    host = np.asarray(data, dtype=dtype)
+    lazy = getattr(anyreduce, op)(da.from_array(host, chunks=2), keepdims=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = lazy.compute(scheduler="threads")
+    with np.errstate(all="ignore"):
+        want = getattr(anyreduce, op)(host, keepdims=False)
+    np.testing.assert_array_equal(np.asarray(got), want)
