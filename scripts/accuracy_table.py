@@ -38,6 +38,7 @@ ONNX_NAME = {
     "reduce_l2": "ReduceL2",
     "reduce_log_sum_exp": "ReduceLogSumExp",
     "reduce_max": "ReduceMax",
+    "reduce_prod": "ReduceProd",
 }
 
 
@@ -71,7 +72,13 @@ CASES = (
     Case("reduce_l2", "float64", (1e200, 1e200)),
     Case("reduce_l2", "float64", (1e-200, 1e-200)),
     Case("reduce_mean", "float16", (60000.0, 60000.0)),
+    Case("reduce_mean", "float32", (3e38, 3e38)),
+    Case("reduce_mean", "float64", (1.7e308, 1.7e308)),
     Case("reduce_sum", "float16", (60000.0, 0.001, -60000.0)),
+    Case("reduce_sum", "float32", (3e38, 3e38, -3e38)),
+    Case("reduce_prod", "float32", (8.0,) * 99 + (0.0,), label="ReduceProd float32 [8] * 99 + [0]"),
+    Case("reduce_prod", "float32", (1e-30, 1e-30, 1e30)),
+    Case("reduce_prod", "float64", (1e300, 1e300, 1e-300, 1e-300, 7.0)),
     Case(
         "reduce_sum",
         "float32",
@@ -99,9 +106,8 @@ def _numpy(case: Case, x: np.ndarray) -> Any:
             return np.linalg.norm(x, axis=axis) if axis else np.linalg.norm(x)
         if case.op == "reduce_log_sum_exp":  # NumPy has none: the textbook formula
             return np.log(np.sum(np.exp(x), axis=axis))
-        return {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max}[case.op](
-            x, axis=axis
-        )
+        own = {"reduce_sum": np.sum, "reduce_mean": np.mean, "reduce_max": np.max}
+        return {**own, "reduce_prod": np.prod}[case.op](x, axis=axis)
 
 
 def _torch(case: Case, x: np.ndarray) -> Any:
@@ -114,9 +120,10 @@ def _torch(case: Case, x: np.ndarray) -> Any:
     elif case.op == "reduce_log_sum_exp":
         r = torch.logsumexp(t, dim=dim)
     else:
-        r = {"reduce_sum": torch.sum, "reduce_mean": torch.mean, "reduce_max": torch.amax}[case.op](
-            t, dim=dim
-        )
+        own = {"reduce_sum": torch.sum, "reduce_mean": torch.mean, "reduce_max": torch.amax}
+        if case.op == "reduce_prod":  # torch.prod takes one dim
+            return torch.prod(t.reshape(-1)).numpy()
+        r = own[case.op](t, dim=dim)
     return r.numpy()
 
 
@@ -132,9 +139,8 @@ def _jax(case: Case, x: np.ndarray) -> Any:
         elif case.op == "reduce_log_sum_exp":
             r = jax.nn.logsumexp(a, axis=axis)
         else:
-            r = {"reduce_sum": jnp.sum, "reduce_mean": jnp.mean, "reduce_max": jnp.max}[case.op](
-                a, axis=axis
-            )
+            own = {"reduce_sum": jnp.sum, "reduce_mean": jnp.mean, "reduce_max": jnp.max}
+            r = {**own, "reduce_prod": jnp.prod}[case.op](a, axis=axis)
         return np.asarray(r)
 
 
