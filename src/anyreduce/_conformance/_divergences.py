@@ -483,6 +483,34 @@ DIVERGENCES: tuple[Divergence, ...] = (
         ),
     ),
     Divergence(
+        "onnxruntime-empty-bool-extremes",
+        _ORT,
+        "ReduceMax and ReduceMin of bool data over an empty set (opset 20)",
+        "RUNTIME_EXCEPTION: ReduceMax is not defined for empty set with bool type",
+        "the identity: False for ReduceMax (any), True for ReduceMin (all)",
+        "The empty set has an identity for logical or and and (spec §1), as for every other type.",
+        _onnx("ReduceMax", 20, np.zeros((0,), dtype=bool), "bool"),
+        lambda case, got, want: (
+            _raised(got)
+            and case.op in ("ReduceMax", "ReduceMin")
+            and case.dtype == "bool"
+            and case.data.size == 0
+        ),
+    ),
+    Divergence(
+        "onnxruntime-integer-log-sum",
+        _ORT,
+        "ReduceLogSum of integers whose sum leaves the type's range (opsets 1 to 18)",
+        "the logarithm of the sum taken without wrapping: int32 [2**30, 2**30]: 21",
+        "the logarithm of the wrapped sum ReduceSum gives (-2**31), so the dtype minimum",
+        "ReduceLogSum-18 is ReduceSum, then Log, and ReduceSum of integers wraps (spec §3), as "
+        "the reference's does.",
+        _onnx("ReduceLogSum", 13, [2**30, 2**30], "int32"),
+        lambda case, got, want: (
+            case.op == "ReduceLogSum" and not _float_case(case) and _values_differ(got, want)
+        ),
+    ),
+    Divergence(
         "onnxruntime-empty-mean",
         _ORT,
         "ReduceMean of float data over an empty set",

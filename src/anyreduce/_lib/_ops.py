@@ -101,6 +101,6 @@ def _over_empty(op: Op, x: Array, axes: Axes, keepdims: bool, xp: Namespace) -> 
     value = xp.asarray(op.empty_value(xp, dtype), dtype=dtype, device=device_of(x))
     result = xp.asarray(xp.broadcast_to(value, shape), copy=True)
     if axes and _dtypes.is_float(xp, dtype):
-        # reshape: NumPy's arithmetic on a rank-0 result gives a NumPy scalar.
-        result = xp.reshape(result + xp.sum(x, axis=axes, keepdims=keepdims) * 0, shape)
-    return result
+        result = result + xp.sum(x, axis=axes, keepdims=keepdims) * 0
+    # The library's own form of a result (NumPy's arithmetic on rank 0 gives a scalar).
+    return _backends.profile_for(xp).lower(xp, result, dtype)
