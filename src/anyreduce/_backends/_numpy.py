@@ -142,8 +142,8 @@ _THREADS = Accelerator(
         }
     ),
     covers=(
-        "ndarrays of at least 2**21 elements with a kept axis of length 2 or more, split "
-        "along it (the same values as one thread)"
+        "ndarrays of at least 2**21 elements with a kept axis long enough to split into "
+        "slabs of about 2**20 elements (the same values as the whole)"
     ),
     earned=(
         "float32 (4096, 8192) over the last axis on 2 cores: Sum 10-11 -> 5.2-6.3 ms, "

@@ -1,11 +1,13 @@
 """Large NumPy reductions on every core the process may use.
 
 NumPy runs each reduction on one core (numpy 2.4); PyTorch, XLA and onnxruntime use all of
-them. NumPy data are split along a kept axis into slabs reduced on pool threads (the GIL is
-released inside NumPy's loops). Each result element is then computed by the same loop over
-the same values as without threads, so the values are bit for bit those of one thread,
-whatever the number of threads. Data reduced over every axis are not split: merging slabs
-would change the order of the additions.
+them. NumPy data are split along a kept axis into slabs of about ``SLAB_ELEMENTS``
+elements, reduced on pool threads (the GIL is released inside NumPy's loops). The slabs
+depend on the data's shape alone, and each result element is computed by the same loop
+over the same values as without slabs, so the values are bit for bit the same whatever
+the number of threads; an operator's temporaries (|x|, x**2, exp(x - m)) are a slab's
+size. Data reduced over every axis are not split: merging slabs would change the order of
+the additions.
 
 No BLAS call is made, so a ``fork`` while another thread reduces does not inherit a held
 BLAS lock; a child process makes its own pool (``os.register_at_fork``). Changing the
@@ -27,8 +29,8 @@ __all__ = ["get_num_threads", "set_num_threads", "split"]
 Array = Any
 Axes = tuple[int, ...]
 
-#: Fewest elements per slab (4 MiB of float32): a hand-off to a pool thread costs 20-50 us,
-#: about 1% of a float32 sum of this size.
+#: Elements per slab (4 MiB of float32): a hand-off to a pool thread costs 20-50 us, about
+#: 1% of a float32 sum of this size, and a temporary of this size stays in the L2/L3 cache.
 SLAB_ELEMENTS = 2**20
 
 
@@ -163,38 +165,42 @@ def _split_axis(x: Array, axes: Axes) -> int | None:
 
 
 def split(x: Array, axes: Axes, keepdims: bool, reduce: Callable[[Array], Array]) -> Array | None:
-    """``reduce`` of NumPy ``x`` computed slab by slab along a kept axis on pool threads.
+    """``reduce`` of NumPy ``x`` computed slab by slab along a kept axis, on pool threads.
 
-    ``reduce(slab)`` reduces one slab over ``axes`` with ``keepdims``. None where the data
-    are not split: too small, no kept axis, one thread, or already on a pool thread.
+    ``reduce(slab)`` reduces one slab over ``axes`` with ``keepdims``. The slabs hold about
+    ``SLAB_ELEMENTS`` elements each whatever the number of threads (one thread takes them
+    in turn), so an operator's temporaries are a slab's size, not the data's. None where
+    the data are not split: smaller than two slabs, no kept axis, or already on a pool
+    thread.
     """
     import numpy as np
 
-    threads = get_num_threads()
-    if threads < 2 or getattr(_worker, "active", False) or not axes:
-        return None
-    if x.size < 2 * SLAB_ELEMENTS:
+    if getattr(_worker, "active", False) or not axes or x.size < 2 * SLAB_ELEMENTS:
         return None
     axis = _split_axis(x, axes)
     if axis is None:
         return None
     length = x.shape[axis]
-    parts = min(threads, length, x.size // SLAB_ELEMENTS)
-    bounds = [(length * i // parts, length * (i + 1) // parts) for i in range(parts)]
+    step = max(1, SLAB_ELEMENTS // (x.size // length))
+    if step >= length:
+        return None
+    bounds = [(start, min(start + step, length)) for start in range(0, length, step)]
     index = (slice(None),) * axis
 
-    def one(start: int, stop: int) -> Array:
+    def one(bound: tuple[int, int]) -> Array:
+        before = getattr(_worker, "active", False)
         _worker.active = True
         try:
-            part = (*index, slice(start, stop))
+            part = (*index, slice(*bound))
             return reduce(x[part])
         finally:
-            _worker.active = False
+            _worker.active = before
 
-    pool = _executor(threads)
-    futures = [pool.submit(one, start, stop) for start, stop in bounds[1:]]
-    first = one(*bounds[0])
-    results = [first, *(f.result() for f in futures)]
+    threads = get_num_threads()
+    if threads < 2:
+        results = [one(bound) for bound in bounds]
+    else:
+        results = list(_executor(threads).map(one, bounds))
     # The split axis keeps its place unless it follows reduced axes that are dropped.
     out_axis = axis if keepdims else axis - sum(1 for a in axes if a < axis)
     return np.concatenate(results, axis=out_axis)
