@@ -73,6 +73,23 @@ def test_values_do_not_depend_on_the_thread_count(
                 assert _same_bits(got, want), f"{op} {dtype} {shape} {axes}: {threads} threads"
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int32"])
+def test_values_do_not_depend_on_the_data_size(restore_threads: None, dtype: str) -> None:
+    """A slice's result is the same reduced alone (small data, one thread) or within data
+    large enough to be split over threads."""
+    anyreduce.set_num_threads(3)
+    x = _data((2**11, 2**10), dtype, seed=4)
+    for op in OPS:
+        f = getattr(anyreduce, op)
+        rows, columns = f(x, 1), f(x, 0)
+        for start, width in ((0, 1), (7, 3), (2**11 - 64, 64)):
+            part = f(x[start : start + width], 1)
+            assert _same_bits(part, rows[start : start + width]), f"{op} rows {start}"
+        for start, width in ((0, 2), (100, 5), (500, 16)):
+            part = f(x[:, start : start + width], 0)
+            assert _same_bits(part, columns[:, start : start + width]), f"{op} columns {start}"
+
+
 def test_large_data_are_split(restore_threads: None) -> None:
     """The data above are split: the check above compares threaded results."""
     calls: list[int] = []
