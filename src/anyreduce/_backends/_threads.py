@@ -154,18 +154,22 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _State.pool
 
 
-#: Fewest positions of the split axis per slab. A slab one position wide has lost that
-#: axis, and NumPy then runs a different loop over the rest (pairwise along the reduced
-#: axis, not term after term): (2**20, 3) float32 summed over axis 0 in 3 slabs of 1
-#: column differs in the last bits from one thread (numpy 2.4).
-_SLAB_WIDTH = 2
+def _split_axis(x: Array, axes: Axes) -> tuple[int, int] | None:
+    """The outermost kept axis long enough for two slabs, and the fewest positions of it
+    a slab may hold; or None.
 
-
-def _split_axis(x: Array, axes: Axes) -> int | None:
-    """The outermost kept axis long enough for two slabs, or None."""
+    A slab one position wide has lost the split axis, and NumPy may then run a different
+    loop over the rest: (2**20, 3) float32 summed over axis 0 in slabs of one column is
+    summed pairwise down each column, not row after row as the whole is, and differs in
+    the last bits (numpy 2.4). Only a C-ordered axis outside every reduced axis can be cut
+    into single positions: each is then a block laid out exactly as within the whole.
+    """
     for a in range(x.ndim):
-        if a not in axes and x.shape[a] >= 2 * _SLAB_WIDTH:
-            return a
+        if a in axes:
+            continue
+        width = 1 if x.flags.c_contiguous and a < min(axes) else 2
+        if x.shape[a] >= 2 * width:
+            return a, width
     return None
 
 
@@ -182,11 +186,12 @@ def split(x: Array, axes: Axes, keepdims: bool, reduce: Callable[[Array], Array]
         return None
     if x.size < 2 * SLAB_ELEMENTS:
         return None
-    axis = _split_axis(x, axes)
-    if axis is None:
+    found = _split_axis(x, axes)
+    if found is None:
         return None
+    axis, width = found
     length = x.shape[axis]
-    parts = min(threads, length // _SLAB_WIDTH, x.size // SLAB_ELEMENTS)
+    parts = min(threads, length // width, x.size // SLAB_ELEMENTS)
     bounds = [(length * i // parts, length * (i + 1) // parts) for i in range(parts)]
     index = (slice(None),) * axis
 
