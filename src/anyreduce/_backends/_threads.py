@@ -156,11 +156,22 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _State.pool
 
 
-def _split_axis(x: Array, axes: Axes) -> int | None:
-    """The outermost kept axis of length 2 or more, or None."""
+def _split_axis(x: Array, axes: Axes) -> tuple[int, int] | None:
+    """The outermost kept axis long enough for two slabs, and the fewest positions of it
+    a slab may hold; or None.
+
+    A slab one position wide has lost the split axis, and NumPy may then run a different
+    loop over the rest: (2**20, 3) float32 summed over axis 0 in slabs of one column is
+    summed pairwise down each column, not row after row as the whole is, and differs in
+    the last bits (numpy 2.4). Only a C-ordered axis outside every reduced axis can be cut
+    into single positions: each is then a block laid out exactly as within the whole.
+    """
     for a in range(x.ndim):
-        if a not in axes and x.shape[a] >= 2:
-            return a
+        if a in axes:
+            continue
+        width = 1 if x.flags.c_contiguous and a < min(axes) else 2
+        if x.shape[a] >= 2 * width:
+            return a, width
     return None
 
 
@@ -177,14 +188,17 @@ def split(x: Array, axes: Axes, keepdims: bool, reduce: Callable[[Array], Array]
 
     if getattr(_worker, "active", False) or not axes or x.size < 2 * SLAB_ELEMENTS:
         return None
-    axis = _split_axis(x, axes)
-    if axis is None:
+    found = _split_axis(x, axes)
+    if found is None:
         return None
+    axis, width = found
     length = x.shape[axis]
-    step = max(1, SLAB_ELEMENTS // (x.size // length))
-    if step >= length:
+    step = max(width, SLAB_ELEMENTS // (x.size // length))
+    if 2 * step > length:
         return None
     bounds = [(start, min(start + step, length)) for start in range(0, length, step)]
+    if bounds[-1][1] - bounds[-1][0] < width:  # the last slab too keeps ``width`` positions
+        bounds[-2:] = [(bounds[-2][0], length)]
     index = (slice(None),) * axis
 
     def one(bound: tuple[int, int]) -> Array:

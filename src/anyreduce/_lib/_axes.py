@@ -71,7 +71,10 @@ def _one_axis(op: str, axis: object) -> int:
     if isinstance(axis, bool | np.bool_):
         msg = f"{op}: axes must be integers, got {axis!r}"
         raise TypeError(msg)
-    if array_api_compat.is_array_api_obj(axis):
+    # Arrays (and NumPy scalars) have ``ndim``; Python ints and the symbolic ints of
+    # torch.compile(dynamic=True) do not, and asking a symbolic int for an array
+    # attribute is a graph break (torch 2.13).
+    if hasattr(type(axis), "ndim") and array_api_compat.is_array_api_obj(axis):
         array: Any = axis
         values = _array_axis_values(op, array)
         if len(values) == 1 and array.ndim == 0:

@@ -1,0 +1,286 @@
+"""Compilers, exporters and function transforms run the generic kernels, and as well as
+the native expressions do.
+
+* ``torch.compile(fullgraph=True)`` when the process's first anyreduce call happens inside
+  compilation (build, compile, train);
+* ``torch.export`` with a dynamic batch size: no guard on sizes;
+* ``torch.compile(dynamic=True)``: no more graphs than the native expression;
+* ``jax.jit``, ``jax.grad``, ``jax.vmap``, ``torch.func.grad`` and ``torch.func.vmap``
+  never call an accelerator (they run on tracers, not on eager data).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import subprocess
+import sys
+import textwrap
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anyreduce
+import reference
+from anyreduce import _backends
+
+OPS = reference.OP_NAMES
+
+# Dynamo warns, once per call site, that it traces through functools caches: ours and
+# array_api_compat's (pytorch/pytorch#152994, data-apis/array-api-compat#421). Tracing
+# through them is what we want; every other warning is an error.
+_CACHE_NOTICE = "Dynamo detected a call to a `functools.lru_cache`"
+
+
+@contextlib.contextmanager
+def dynamo_tracing() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_CACHE_NOTICE, category=UserWarning)
+        yield
+
+
+def call(op: str, *args: Any, **kwargs: Any) -> Any:
+    return getattr(anyreduce, op)(*args, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# torch.compile as the first call
+
+
+_FIRST_CALL = textwrap.dedent(
+    """
+    import warnings
+
+    warnings.simplefilter("always")
+
+    import torch
+    import anyreduce
+
+    OPS = OPS_HERE
+    torch.manual_seed(0)
+    x = torch.randn(4, 16)
+    x[1, :3] = torch.tensor([3e38, 3e38, -3e38])  # partial sums overflow: a careful slice
+    x[2, :2] = torch.tensor([1e-30, 2e-30])
+    with warnings.catch_warnings(record=True) as caught:
+        compiled = {}
+        results = {}
+        for op in OPS:  # every op compiled before any op runs eagerly
+            f = getattr(anyreduce, op)
+            for axes in ((1,), None):
+                torch._dynamo.reset()
+                fn = torch.compile(
+                    lambda a, f=f, axes=axes: f(a, axes, keepdims=False),
+                    fullgraph=True,
+                    backend="eager",
+                )
+                results[op, axes] = fn(x)
+    for (op, axes), got in results.items():
+        want = getattr(anyreduce, op)(x, axes, keepdims=False)
+        assert got.dtype == want.dtype, (op, axes)
+        assert got.shape == want.shape, (op, axes)
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=str(op))
+    others = [
+        f"{w.category.__name__}: {w.message}"
+        for w in caught
+        if not str(w.message).startswith(NOTICE)
+    ]
+    assert not others, others
+    print("ok")
+    """
+)
+
+
+def test_torch_compile_as_the_first_call() -> None:
+    """A fresh process: each op first runs compiled, fullgraph, and equals eager."""
+    pytest.importorskip("torch")
+    script = _FIRST_CALL.replace("OPS_HERE", repr(tuple(OPS))).replace(
+        "NOTICE", repr(_CACHE_NOTICE)
+    )
+    command = [sys.executable, "-c", script]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------------------------------
+# torch.export with a dynamic batch
+
+
+@pytest.mark.parametrize("axes", [(1,), (0,), None], ids=["kept-batch", "batch", "all"])
+@pytest.mark.parametrize("op", OPS)
+def test_torch_export_with_a_dynamic_batch(op: str, axes: tuple[int, ...] | None) -> None:
+    torch = pytest.importorskip("torch")
+    from torch.export import Dim
+
+    f = getattr(anyreduce, op)
+
+    class Reduce(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return f(x, axes, keepdims=False)
+
+    with dynamo_tracing():
+        exported = torch.export.export(
+            Reduce(), (torch.rand(4, 16),), dynamic_shapes={"x": {0: Dim("batch")}}
+        )
+    module = exported.module()
+    generator = torch.Generator().manual_seed(1)
+    for batch in (2, 3, 50, 5000):
+        x = torch.rand(batch, 16, generator=generator) + 0.5
+        got = module(x)
+        want = f(x, axes, keepdims=False)
+        assert got.dtype == want.dtype == x.dtype
+        assert tuple(got.shape) == tuple(want.shape), batch
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+
+
+# ---------------------------------------------------------------------------------------
+# torch.compile(dynamic=True): graph count
+
+
+def _natives(torch: Any) -> dict[str, Callable[[Any, Any], Any]]:
+    """The expression a user would write instead of each op (keepdims, as ours)."""
+
+    def norm(order: int) -> Callable[[Any, Any], Any]:
+        return lambda x, d: torch.linalg.vector_norm(x, ord=order, dim=d, keepdim=True)
+
+    return {
+        "reduce_sum": lambda x, d: torch.sum(x, d, keepdim=True),
+        "reduce_sum_square": lambda x, d: torch.sum(x * x, d, keepdim=True),
+        "reduce_l1": norm(1),
+        "reduce_l2": norm(2),
+        "reduce_mean": lambda x, d: torch.mean(x, d, keepdim=True),
+        "reduce_prod": lambda x, d: torch.prod(x, d[0], keepdim=True),
+        "reduce_max": lambda x, d: torch.amax(x, d, keepdim=True),
+        "reduce_min": lambda x, d: torch.amin(x, d, keepdim=True),
+        "reduce_log_sum": lambda x, d: torch.log(torch.sum(x, d, keepdim=True)),
+        "reduce_log_sum_exp": lambda x, d: torch.logsumexp(x, d, keepdim=True),
+    }
+
+
+_ROWS = (1, 2, 3, 4, 7, 16, 33, 100, 257, 1000)
+
+
+def _graphs(torch: Any, fn: Callable[[Any], Any]) -> int:
+    """Graphs Dynamo builds for ``fn`` over inputs of ten batch sizes."""
+    torch._dynamo.reset()
+    built: list[Any] = []
+
+    def counting(graph: Any, inputs: Any) -> Any:
+        built.append(graph)
+        return graph.forward
+
+    compiled = torch.compile(fn, backend=counting, dynamic=True)
+    with dynamo_tracing():
+        for rows in _ROWS:
+            compiled(torch.rand(rows, 8) + 0.5)
+    return len(built)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_torch_dynamic_compile_builds_no_more_graphs_than_native(op: str) -> None:
+    torch = pytest.importorskip("torch")
+    native = _natives(torch)[op]
+    f = getattr(anyreduce, op)
+    for dim in ((1,), (0,)):
+        ours = _graphs(torch, lambda x, dim=dim: f(x, dim))
+        theirs = _graphs(torch, lambda x, dim=dim: native(x, dim))
+        assert ours <= theirs, f"{op} over {dim}: {ours} graphs, native {theirs}"
+
+
+# ---------------------------------------------------------------------------------------
+# Transforms run the generic kernel
+
+
+@contextlib.contextmanager
+def refused_accelerators(name: str) -> Iterator[list[str]]:
+    """Library ``name``'s accelerators replaced by ones that record each call."""
+    profile = next(p for p in _backends.PROFILES if p.name == name)
+    calls: list[str] = []
+
+    def record(op: str, x: Any, axes: Any, keepdims: bool, p: Any) -> Any:
+        calls.append(f"{op} on {type(x).__name__}")
+        return None  # declined: the generic kernel computes
+
+    before = profile.accelerators
+    replaced = tuple(dataclasses.replace(a, run=record) for a in before)
+    object.__setattr__(profile, "accelerators", replaced)
+    try:
+        yield calls
+    finally:
+        object.__setattr__(profile, "accelerators", before)
+
+
+def _data() -> np.ndarray:
+    rng = np.random.default_rng(5)
+    return rng.permutation(np.linspace(0.5, 2.0, 24)).reshape(2, 3, 4)
+
+
+def test_torch_func_transforms_run_the_generic_kernel() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(_data())
+    batched = {}
+    with refused_accelerators("torch") as calls:
+        call("reduce_sum", x, (1,))
+        assert calls, "the spy sees eager calls"
+        calls.clear()
+        for op in OPS:
+            f = getattr(anyreduce, op)
+            grad = torch.func.grad(lambda a, f=f: f(a, (0, 2)).sum())(x)
+            assert tuple(grad.shape) == tuple(x.shape)
+            batched[op] = torch.func.vmap(lambda a, f=f: f(a, (1,), keepdims=False))(x)
+        assert not calls, calls
+    for op, got in batched.items():
+        torch.testing.assert_close(got, call(op, x, (2,), keepdims=False))
+
+
+def test_jax_transforms_run_the_generic_kernel() -> None:
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        x = jax.numpy.asarray(_data())
+        with refused_accelerators("jax") as calls:
+            call("reduce_sum", x, (1,))
+            assert calls, "the spy sees eager calls"
+            calls.clear()
+            for op in OPS:
+                f = getattr(anyreduce, op)
+                jitted = jax.jit(lambda a, f=f: f(a, (0, 2)))(x)
+                grad = jax.grad(lambda a, f=f: f(a, (0, 2)).sum())(x)
+                batched = jax.vmap(lambda a, f=f: f(a, (1,), keepdims=False))(x)
+                assert jitted.shape == (1, 3, 1)
+                assert grad.shape == x.shape
+                assert batched.shape == (2, 3)
+        assert not calls, calls
+
+
+def test_eager_is_false_under_tracers() -> None:
+    """The profiles' own test: tracers are never eager data."""
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    profiles = {p.name: p for p in _backends.PROFILES}
+    seen: list[bool] = []
+
+    def torch_probe(a: Any) -> Any:
+        seen.append(profiles["torch"].eager(a))
+        return a.sum()
+
+    x = torch.ones(3)
+    assert profiles["torch"].eager(x)
+    torch.func.grad(torch_probe)(x)
+    torch.func.vmap(torch_probe)(x)
+    with dynamo_tracing():
+        torch._dynamo.reset()
+        torch.compile(torch_probe, backend="eager", fullgraph=True)(x)
+
+    def jax_probe(a: Any) -> Any:
+        seen.append(profiles["jax"].eager(a))
+        return a.sum()
+
+    y = jax.numpy.ones(3)
+    assert profiles["jax"].eager(y)
+    jax.jit(jax_probe)(y)
+    jax.grad(jax_probe)(y)
+    jax.vmap(jax_probe)(y)
+    assert seen == [False] * 6

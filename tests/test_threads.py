@@ -1,0 +1,236 @@
+"""NumPy reductions split over threads (``anyreduce._backends._threads``).
+
+The values never depend on the number of threads; changing it while other threads reduce,
+forking while they reduce, and a bad ``ANYREDUCE_NUM_THREADS`` all leave calls working.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anyreduce
+import reference
+from anyreduce._backends import _threads
+
+OPS = reference.OP_NAMES
+
+# Large enough to be split (2**21 elements or more with a kept axis), including kept axes
+# too short for one slab per thread and Fortran-ordered data ("F"), and small data that
+# are never split.
+_LARGE = [
+    ((2**20, 3), (0,), "C"),
+    ((2**19, 5), (0,), "C"),
+    ((2, 2**20), (1,), "C"),
+    ((2**11, 2**10), (0,), "C"),
+    ((2**11, 2**10), (1,), "C"),
+    ((2**11, 2**10), (1,), "F"),
+    ((4, 2**9, 2**10), (0, 2), "C"),
+    ((3, 2**20), (1,), "F"),
+]
+_SMALL = [((3, 5), (1,), "C"), ((7, 4, 6), (0, 2), "F")]
+
+
+@pytest.fixture
+def restore_threads() -> Iterator[None]:
+    before = _threads._State.requested
+    try:
+        yield
+    finally:
+        anyreduce.set_num_threads(before)
+
+
+def _data(shape: tuple[int, ...], dtype: str, seed: int, order: str = "C") -> np.ndarray:
+    values = np.random.default_rng(seed).standard_normal(shape) * 3
+    return values.astype(dtype, order=order)  # type: ignore[call-overload]
+
+
+def _same_bits(a: Any, b: Any) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize(("shape", "axes", "order"), _LARGE + _SMALL, ids=str)
+def test_values_do_not_depend_on_the_thread_count(
+    restore_threads: None, shape: tuple[int, ...], axes: tuple[int, ...], order: str
+) -> None:
+    large = (shape, axes, order) in _LARGE
+    dtypes = ("float32",) if large else ("float16", "float32", "float64", "int32")
+    for dtype in dtypes:
+        x = _data(shape, dtype, seed=len(shape), order=order)
+        for op in OPS:
+            f = getattr(anyreduce, op)
+            anyreduce.set_num_threads(1)
+            want = f(x, axes)
+            for threads in range(2, 8):
+                anyreduce.set_num_threads(threads)
+                got = f(x, axes)
+                assert _same_bits(got, want), f"{op} {dtype} {shape} {axes}: {threads} threads"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int32"])
+def test_values_do_not_depend_on_the_data_size(restore_threads: None, dtype: str) -> None:
+    """A slice's result is the same reduced alone (small data, one thread) or within data
+    large enough to be split over threads."""
+    anyreduce.set_num_threads(3)
+    x = _data((2**11, 2**10), dtype, seed=4)
+    for op in OPS:
+        f = getattr(anyreduce, op)
+        rows, columns = f(x, 1), f(x, 0)
+        for start, width in ((0, 1), (7, 3), (2**11 - 64, 64)):
+            part = f(x[start : start + width], 1)
+            assert _same_bits(part, rows[start : start + width]), f"{op} rows {start}"
+        for start, width in ((0, 2), (100, 5), (500, 16)):
+            part = f(x[:, start : start + width], 0)
+            assert _same_bits(part, columns[:, start : start + width]), f"{op} columns {start}"
+
+
+def test_large_data_are_split(restore_threads: None) -> None:
+    """The data above are split: the check above compares threaded results."""
+    calls: list[int] = []
+    original = _threads._executor
+
+    def counting(workers: int) -> Any:
+        calls.append(workers)
+        return original(workers)
+
+    anyreduce.set_num_threads(3)
+    _threads._executor = counting  # type: ignore[assignment]
+    try:
+        for shape, axes, order in _LARGE:
+            anyreduce.reduce_sum(_data(shape, "float32", 0, order), axes)
+    finally:
+        _threads._executor = original  # type: ignore[assignment]
+    # All but those whose only kept axis, of length 3, makes no two slabs of two.
+    unsplit = [
+        s for s, axes, order in _LARGE if max(n for i, n in enumerate(s) if i not in axes) == 3
+    ]
+    assert len(unsplit) == 2
+    assert calls == [3] * (len(_LARGE) - len(unsplit))
+
+
+def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) -> None:
+    x = _data((2**11, 2**10), "float32", 1)
+    anyreduce.set_num_threads(1)
+    want = anyreduce.reduce_sum(x, 1)
+    errors: list[BaseException] = []
+    wrong: list[int] = []
+    stop = threading.Event()
+
+    def reduce_repeatedly() -> None:
+        try:
+            while not stop.is_set():
+                if not _same_bits(anyreduce.reduce_sum(x, 1), want):
+                    wrong.append(1)
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(e)
+
+    workers = [threading.Thread(target=reduce_repeatedly) for _ in range(8)]
+    for w in workers:
+        w.start()
+    try:
+        deadline = time.monotonic() + 2.0
+        threads = 1
+        while time.monotonic() < deadline:
+            threads = threads % 4 + 1
+            anyreduce.set_num_threads(threads)
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(timeout=30)
+    assert not any(w.is_alive() for w in workers), "a reducing thread hung"
+    assert not errors, errors[0]
+    assert not wrong
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+@pytest.mark.parametrize("reducing", [1, 3])
+def test_fork_while_threads_reduce(restore_threads: None, reducing: int) -> None:
+    """A child forked while other threads reduce finishes its own (threaded) reduction."""
+    x = _data((2**11, 2**10), "float32", 2)
+    anyreduce.set_num_threads(2)
+    want = anyreduce.reduce_sum(x, 1)
+    stop = threading.Event()
+
+    def reduce_repeatedly() -> None:
+        while not stop.is_set():
+            anyreduce.reduce_sum(x, 1)
+
+    workers = [threading.Thread(target=reduce_repeatedly) for _ in range(reducing)]
+    for w in workers:
+        w.start()
+    try:
+        time.sleep(0.05)
+        pid = os.fork()
+        if pid == 0:  # the child: its own reduction, then out without pytest's teardown
+            code = 1
+            try:
+                code = 0 if _same_bits(anyreduce.reduce_sum(x, 1), want) else 2
+            finally:
+                os._exit(code)
+        status = _wait(pid, timeout=30.0)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(timeout=30)
+    assert status is not None, "the forked child hung"
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """The child's wait status, or None (the child killed) if it runs past ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+_BAD_SETTING = textwrap.dedent(
+    """
+    import warnings
+    import numpy as np
+    import anyreduce
+    from anyreduce._backends._threads import ThreadSettingWarning
+
+    x = np.ones((2**11, 2**10), dtype=np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = [anyreduce.get_num_threads() for _ in range(3)]
+        results = [anyreduce.reduce_sum(x, 1, keepdims=False) for _ in range(3)]
+    assert all(t >= 1 for t in threads), threads
+    assert all(np.array_equal(r, np.full(2**11, 2**10, np.float32)) for r in results)
+    kinds = [type(w.message).__name__ for w in caught]
+    assert kinds == ["ThreadSettingWarning"], kinds
+    assert "ANYREDUCE_NUM_THREADS" in str(caught[0].message)
+    assert "'two'" in str(caught[0].message)
+    print("ok")
+    """
+)
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-3"])
+def test_a_bad_thread_setting_is_reported_once(value: str) -> None:
+    env = {**os.environ, "ANYREDUCE_NUM_THREADS": value}
+    script = _BAD_SETTING.replace("'two'", repr(value))
+    command = [sys.executable, "-c", script]
+    done = subprocess.run(
+        command, check=False, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
