@@ -185,6 +185,7 @@ def _count(shape: tuple[int, ...], axes: Axes) -> Any:
     return math.prod([shape[a] for a in axes])
 
 
+@functools.cache  # pure in (namespace, dtype, dtype); finfo costs ~2 us a call
 def _may_overflow(xp: Namespace, dtype: Any, acc: Any) -> bool:
     """Whether a sum of ``dtype`` values accumulated in ``acc`` can overflow on the way."""
     return float(xp.finfo(acc).max) < float(xp.finfo(dtype).max) * _UP
@@ -259,6 +260,7 @@ def _root(xp: Namespace, total: Array) -> Array:
     return xp.where(zero, xp.zeros_like(total), xp.sqrt(xp.where(zero, xp.ones_like(total), total)))
 
 
+@functools.cache  # pure in (namespace, dtype, dtype)
 def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
     """Whether squares of ``dtype`` values, and sums of them, stay finite and normal in ``wide``."""
     narrow, broad = xp.finfo(dtype), xp.finfo(wide)

@@ -50,6 +50,7 @@ def bits(xp: Namespace, dtype: DType) -> int:
     return int(info.bits)
 
 
+@functools.cache  # pure in (namespace, dtype); the dispatch asks on every call
 def dtype_name(xp: Namespace, dtype: DType) -> str | None:
     """The array-API name of ``dtype`` ("float32", "bfloat16", "uint8", "bool", ...).
 
