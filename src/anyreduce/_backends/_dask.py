@@ -8,7 +8,7 @@ from typing import Any
 import array_api_compat
 
 from ._base import Profile
-from ._common import Shim
+from ._common import Shim, isdtype_with_bfloat16, numpy_carrier, numpy_logical
 
 __all__ = ["PROFILE"]
 
@@ -161,7 +161,47 @@ def _by_chunks(
 
 @functools.cache
 def _shim(xp: Namespace) -> Namespace:
-    return Shim(xp, max=_extreme(xp, True), min=_extreme(xp, False), sum=_sum(xp))
+    return Shim(
+        xp,
+        max=_extreme(xp, True),
+        min=_extreme(xp, False),
+        sum=_sum(xp),
+        isdtype=isdtype_with_bfloat16(xp),
+    )
 
 
-PROFILE = Profile(name="dask", recognises=recognises, shim=_shim, parts=_by_chunks)
+def _lift(x: Array) -> Array:
+    # NumPy chunks: bfloat16 in float32, big-endian data in native order (numpy_carrier).
+    carrier = numpy_carrier(x.dtype)
+    return x if carrier is None else x.astype(carrier)
+
+
+def _refuses(x: Array) -> str | None:
+    """Dask arrays of NumPy chunks only: the chunk functions and Dask's own steps assume
+    them (chunks of torch tensors fail inside torch or array-api-compat)."""
+    import numpy as np
+
+    from ._numpy import refuses
+
+    meta = getattr(x, "_meta", None)
+    if type(meta) is np.ndarray:
+        return None
+    if isinstance(meta, np.ndarray):
+        reason = refuses(meta)
+        return None if reason is None else f"the chunks of a Dask array: {reason}"
+    kind = f"{type(meta).__module__}.{type(meta).__name__}"
+    return (
+        f"data is a Dask array of {kind} chunks; anyreduce reduces Dask arrays of NumPy "
+        "chunks (convert them with data.map_blocks(np.asarray))"
+    )
+
+
+PROFILE = Profile(
+    name="dask",
+    recognises=recognises,
+    shim=_shim,
+    lift=_lift,
+    logical=numpy_logical,
+    refuses=_refuses,
+    parts=_by_chunks,
+)

@@ -103,4 +103,6 @@ def _over_empty(op: Op, x: Array, axes: Axes, keepdims: bool, xp: Namespace) -> 
     if axes and _dtypes.is_float(xp, dtype):
         # asarray: NumPy's arithmetic on a rank-0 result gives a NumPy scalar.
         result = xp.asarray(result + xp.sum(x, axis=axes, keepdims=keepdims) * 0)
+        if result.dtype != dtype:  # NumPy's arithmetic gives big-endian data native order
+            result = xp.astype(result, dtype)
     return result
