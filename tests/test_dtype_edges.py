@@ -223,6 +223,25 @@ def test_dask_arrays_of_torch_chunks_are_refused() -> None:
                 getattr(anyreduce, op)(data, [1])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+@pytest.mark.parametrize("op", OPS)
+def test_dask_arrays_of_numpy_and_torch_chunks(op: str, dtype: str) -> None:
+    da = pytest.importorskip("dask.array")
+    torch = pytest.importorskip("torch")
+    host = np.arange(12).reshape(3, 4).astype(dtype)
+
+    def mixed(block: np.ndarray, block_info: Any = None) -> Any:
+        # The second row of chunks as torch tensors; the meta stays NumPy.
+        return torch.from_numpy(block) if block_info[0]["chunk-location"][0] == 1 else block
+
+    data = da.from_array(host, chunks=2).map_blocks(mixed, meta=np.empty((0, 0), dtype=dtype))
+    for axes in ([1], [0], None):
+        result = to_numpy(getattr(anyreduce, op)(data, axes))
+        want = getattr(anyreduce, op)(host, axes)
+        assert result.dtype == want.dtype
+        np.testing.assert_array_equal(result, want)
+
+
 def test_dask_arrays_of_unknown_chunk_sizes() -> None:
     da = pytest.importorskip("dask.array")
     host = da.from_array(np.arange(12.0).reshape(3, 4), chunks=2)

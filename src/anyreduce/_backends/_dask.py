@@ -21,6 +21,17 @@ def recognises(xp: Namespace) -> bool:
     return bool(array_api_compat.is_dask_namespace(xp))
 
 
+def _chunk(block: Array) -> Array:
+    """A chunk as NumPy or CuPy: a Dask array admitted for its NumPy meta may still hold
+    another library's chunk (a torch tensor among NumPy ones), whose own sum and prod
+    reject NumPy's dtypes; it is read as NumPy."""
+    import numpy as np
+
+    if isinstance(block, np.ndarray) or array_api_compat.is_cupy_array(block):
+        return block
+    return np.asarray(block)
+
+
 def _tree_step(block: Array, axis: Any, keepdims: bool, *, high: bool, identity: Any) -> Array:
     import numpy as np
 
@@ -171,7 +182,12 @@ def _shim(xp: Namespace) -> Namespace:
 
 
 def _lift(x: Array) -> Array:
-    # NumPy chunks: bfloat16 in float32, big-endian data in native order (numpy_carrier).
+    # Every chunk as NumPy (see _chunk); bfloat16 in float32, big-endian data in native
+    # order (numpy_carrier).
+    import numpy as np
+
+    if type(x._meta) is np.ndarray:
+        x = x.map_blocks(_chunk, dtype=x.dtype, meta=x._meta)
     carrier = numpy_carrier(x.dtype)
     return x if carrier is None else x.astype(carrier)
 
@@ -184,7 +200,7 @@ def _refuses(x: Array) -> str | None:
     from ._numpy import refuses
 
     meta = getattr(x, "_meta", None)
-    if type(meta) is np.ndarray:
+    if type(meta) is np.ndarray or array_api_compat.is_cupy_array(meta):
         return None
     if isinstance(meta, np.ndarray):
         reason = refuses(meta)
