@@ -26,6 +26,7 @@ __all__ = [
     "Profile",
     "accelerators",
     "accelerators_enabled",
+    "admit",
     "namespace",
     "no_accelerators",
     "profile_for",
@@ -69,9 +70,11 @@ _NAMESPACES: dict[type, Namespace] = {}
 
 
 def namespace(op: str, data: object) -> Namespace:
-    """The array-API namespace of ``data``, or a TypeError naming ``op``."""
+    """The array-API namespace of ``data``, or a TypeError naming ``op`` (also for an array
+    its library's profile refuses: a masked array, a sparse tensor, ...)."""
     known = _NAMESPACES.get(type(data))
     if known is not None:
+        admit(op, data, known)
         return known
     if not array_api_compat.is_array_api_obj(data):
         msg = (
@@ -85,7 +88,16 @@ def namespace(op: str, data: object) -> Namespace:
         msg = f"{op}: data of type {type(data).__name__} is not an array anyreduce supports"
         raise TypeError(msg) from e
     _NAMESPACES[type(data)] = xp
+    admit(op, data, xp)
     return xp
+
+
+def admit(op: str, data: Array, xp: Namespace) -> None:
+    """A TypeError naming ``op`` if ``xp``'s profile refuses ``data`` (see Profile.refuses)."""
+    reason = profile_for(xp).refuses(data)
+    if reason is not None:
+        msg = f"{op}: {reason}"
+        raise TypeError(msg)
 
 
 def quiet(xp: Namespace) -> Any:

@@ -31,6 +31,10 @@ def _identity(x: Array) -> Array:
     return x
 
 
+def _admits_all(x: Array) -> str | None:
+    return None
+
+
 def _lower_as_is(xp: Namespace, result: Array, dtype: Any) -> Array:
     return result if result.dtype == dtype else xp.astype(result, dtype)
 
@@ -70,6 +74,8 @@ class Profile:
     shim: Callable[[Namespace], Namespace] = _identity
     lift: Callable[[Array], Array] = _identity
     lower: Callable[[Namespace, Array, Any], Array] = _lower_as_is
+    logical: Callable[[Any], Any] = _identity
+    refuses: Callable[[Array], str | None] = _admits_all
     quiet: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
     parts: Parts = whole
     eager: Callable[[Array], bool] = lambda x: False
@@ -162,7 +168,7 @@ def run_kernel(
     dtype = x.dtype
     with profile.quiet():
         carried = profile.lift(x)
-        ctx = Context(profile.shim(xp), dtype, select, profile.parts)
+        ctx = Context(profile.shim(xp), profile.logical(dtype), select, profile.parts)
         result = KERNELS[op](carried, axes, keepdims, ctx)
         return profile.lower(xp, result, dtype)
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 
-__all__ = ["Shim", "blocked_sum", "select_when_needed"]
+__all__ = [
+    "Shim",
+    "blocked_sum",
+    "isdtype_with_bfloat16",
+    "numpy_carrier",
+    "numpy_logical",
+    "select_when_needed",
+]
 
 Namespace = Any
 Array = Any
@@ -26,6 +34,39 @@ class Shim:
 
     def __repr__(self) -> str:
         return f"Shim({getattr(self._base, '__name__', self._base)!r})"
+
+
+def numpy_logical(dtype: Any) -> Any:
+    """The dtype the kernels treat NumPy-typed data of ``dtype`` as: its native byte order.
+
+    NumPy's ufuncs refuse a non-native ``dtype=`` ("The dtype and signature arguments to
+    ufuncs only select the general DType", numpy 2.4): big-endian data (FITS, many binary
+    formats) are computed in native order and their results brought back to ``dtype``.
+    """
+    return dtype if dtype.isnative else dtype.newbyteorder("=")
+
+
+def numpy_carrier(dtype: Any) -> Any:
+    """The dtype NumPy-typed data of ``dtype`` are computed in, or None where it is ``dtype``.
+
+    ml_dtypes' bfloat16 goes to float32 (exact): NumPy's ``finfo`` and ``isdtype`` do not
+    know it and ml_dtypes has few of its loops. Non-native byte order goes to native order.
+    """
+    if _dtypes.is_extension_bfloat16(dtype):
+        import numpy as np
+
+        return np.dtype(np.float32)
+    logical = numpy_logical(dtype)
+    return None if logical is dtype else logical
+
+
+def isdtype_with_bfloat16(base: Namespace) -> Callable[..., bool]:
+    """``base.isdtype`` that classifies ml_dtypes' bfloat16 (NumPy raises TypeError on it)."""
+
+    def isdtype(dtype: Any, kind: Any) -> bool:
+        return _dtypes.isdtype(base, dtype, kind)
+
+    return isdtype
 
 
 def select_when_needed(

@@ -8,7 +8,7 @@ from typing import Any
 import array_api_compat
 
 from ._base import Profile
-from ._common import Shim
+from ._common import Shim, isdtype_with_bfloat16, numpy_carrier, numpy_logical
 
 __all__ = ["PROFILE"]
 
@@ -19,6 +19,17 @@ Axes = tuple[int, ...]
 
 def recognises(xp: Namespace) -> bool:
     return bool(array_api_compat.is_dask_namespace(xp))
+
+
+def _chunk(block: Array) -> Array:
+    """A chunk as NumPy or CuPy: a Dask array admitted for its NumPy meta may still hold
+    another library's chunk (a torch tensor among NumPy ones), whose own sum and prod
+    reject NumPy's dtypes; it is read as NumPy."""
+    import numpy as np
+
+    if isinstance(block, np.ndarray) or array_api_compat.is_cupy_array(block):
+        return block
+    return np.asarray(block)
 
 
 def _tree_step(block: Array, axis: Any, keepdims: bool, *, high: bool, identity: Any) -> Array:
@@ -270,7 +281,47 @@ def _shim(xp: Namespace) -> Namespace:
         prod=_prod(xp),
         astype=_astype(xp),
         **{name: _elementwise(xp, name) for name in ("multiply", "log", "exp", "sqrt")},
+        isdtype=isdtype_with_bfloat16(xp),
     )
 
 
-PROFILE = Profile(name="dask", recognises=recognises, shim=_shim, parts=_by_chunks)
+def _lift(x: Array) -> Array:
+    # Every chunk as NumPy (see _chunk); bfloat16 in float32, big-endian data in native
+    # order (numpy_carrier).
+    import numpy as np
+
+    if type(x._meta) is np.ndarray:
+        x = x.map_blocks(_chunk, dtype=x.dtype, meta=x._meta)
+    carrier = numpy_carrier(x.dtype)
+    return x if carrier is None else x.astype(carrier)
+
+
+def _refuses(x: Array) -> str | None:
+    """Dask arrays of NumPy chunks only: the chunk functions and Dask's own steps assume
+    them (chunks of torch tensors fail inside torch or array-api-compat)."""
+    import numpy as np
+
+    from ._numpy import refuses
+
+    meta = getattr(x, "_meta", None)
+    if type(meta) is np.ndarray or array_api_compat.is_cupy_array(meta):
+        return None
+    if isinstance(meta, np.ndarray):
+        reason = refuses(meta)
+        return None if reason is None else f"the chunks of a Dask array: {reason}"
+    kind = f"{type(meta).__module__}.{type(meta).__name__}"
+    return (
+        f"data is a Dask array of {kind} chunks; anyreduce reduces Dask arrays of NumPy "
+        "chunks (convert them with data.map_blocks(np.asarray))"
+    )
+
+
+PROFILE = Profile(
+    name="dask",
+    recognises=recognises,
+    shim=_shim,
+    lift=_lift,
+    logical=numpy_logical,
+    refuses=_refuses,
+    parts=_by_chunks,
+)

@@ -8,9 +8,16 @@ from typing import Any
 import array_api_compat
 
 from ._base import Accelerator, Profile, run_kernel
-from ._common import Shim, blocked_sum, select_when_needed
+from ._common import (
+    Shim,
+    blocked_sum,
+    isdtype_with_bfloat16,
+    numpy_carrier,
+    numpy_logical,
+    select_when_needed,
+)
 
-__all__ = ["PROFILE", "guarded", "numpy_quiet"]
+__all__ = ["PROFILE", "guarded", "numpy_quiet", "refuses"]
 
 Namespace = Any
 Array = Any
@@ -28,7 +35,33 @@ def recognises(xp: Namespace) -> bool:
 def _shim(xp: Namespace) -> Namespace:
     # NumPy sums pairwise only along the contiguous trailing run of reduced axes and adds
     # the others term after term (numpy/numpy#9393): see blocked_sum.
-    return Shim(xp, sum=blocked_sum(xp))
+    return Shim(xp, sum=blocked_sum(xp), isdtype=isdtype_with_bfloat16(xp))
+
+
+def _lift(x: Array) -> Array:
+    # bfloat16 in float32, big-endian data in native order: see numpy_carrier.
+    carrier = numpy_carrier(x.dtype)
+    return x if carrier is None else x.astype(carrier)
+
+
+def refuses(x: Array) -> str | None:
+    """Why ``x``, an ndarray or a subclass, is refused: a subclass whose meaning the
+    reductions would drop (a mask, matrix semantics, units). None for plain data."""
+    import numpy as np
+
+    if type(x) is np.ndarray or isinstance(x, np.memmap):
+        return None
+    kind = type(x).__name__
+    if isinstance(x, np.ma.MaskedArray):
+        return (
+            f"data is a {kind}, whose mask anyreduce would ignore; pass data.filled(value) "
+            "to give the masked positions a value, or data.compressed() for the unmasked "
+            "values alone"
+        )
+    return (
+        f"data of type {kind}, a NumPy array subclass, would lose its meaning; "
+        "pass np.asarray(data) to reduce its values as a plain array"
+    )
 
 
 def numpy_quiet() -> Any:
@@ -158,7 +191,10 @@ PROFILE = Profile(
     name="numpy",
     recognises=recognises,
     shim=_shim,
+    lift=_lift,
     lower=_lower,
+    logical=numpy_logical,
+    refuses=refuses,
     quiet=numpy_quiet,
     eager=_eager,
     accelerators=(_THREADS, *ACCELERATORS),

@@ -36,6 +36,20 @@ def _lift(x: Array) -> Array:
     return x if carrier is None else x.to(carrier)
 
 
+def _refuses(x: Array) -> str | None:
+    # Nested and sparse tensors: their reductions are not those of the dense array.
+    import torch
+
+    if x.is_nested:
+        return (
+            "data is a nested tensor; reduce its components (data.unbind()) or a padded "
+            "dense tensor (data.to_padded_tensor(padding))"
+        )
+    if x.layout != torch.strided:
+        return f"data is a tensor of layout {x.layout}; pass data.to_dense()"
+    return None
+
+
 def eager(x: Array) -> bool:
     """A plain CPU tensor outside any compiler, tracer or ``torch.func`` transform.
 
@@ -55,6 +69,7 @@ PROFILE = Profile(
     name="torch",
     recognises=recognises,
     lift=_lift,
+    refuses=_refuses,
     eager=eager,
     accelerators=(
         Accelerator(

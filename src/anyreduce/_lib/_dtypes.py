@@ -6,15 +6,19 @@ import functools
 from typing import Any
 
 __all__ = [
+    "ALLOWED",
+    "NUMERIC_NAMES",
     "bits",
     "check_dtype",
     "compute_float",
     "dtype_name",
     "dtype_named",
     "is_bool",
+    "is_extension_bfloat16",
     "is_float",
     "is_integer",
     "is_unsigned",
+    "isdtype",
     "widest_float",
     "widest_int",
 ]
@@ -23,29 +27,72 @@ Namespace = Any
 DType = Any
 
 
+# The narrowest and widest dtypes the operators take: 8-bit floats have no accumulation
+# guarantee worth the name and few kernels (torch has no max for float8_e4m3fn); extended
+# precision (np.longdouble) differs between platforms and has no ONNX type.
+_INT_BITS = (8, 64)
+_FLOAT_BITS = (16, 64)
+NUMERIC_NAMES = (
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+)
+ALLOWED = (
+    "integer and real floating dtypes of 8 to 64 bits "
+    "(int8-int64, uint8-uint64, float16, bfloat16, float32, float64)"
+)
+
+
+def is_extension_bfloat16(dtype: DType) -> bool:
+    """Whether ``dtype`` is ml_dtypes' bfloat16 as a NumPy dtype (what JAX hands back
+    through ``np.asarray`` and onnx's ``numpy_helper`` gives): NumPy's ``isdtype`` raises
+    TypeError on it, so the predicates below classify it themselves."""
+    return getattr(dtype, "kind", None) == "V" and getattr(dtype, "name", None) == "bfloat16"
+
+
+def isdtype(xp: Namespace, dtype: DType, kind: str | tuple[str, ...]) -> bool:
+    """``xp.isdtype``, which also classifies ml_dtypes' bfloat16 (NumPy raises TypeError
+    on it, Dask's namespace calls it nothing)."""
+    if is_extension_bfloat16(dtype):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        return "real floating" in kinds or "numeric" in kinds
+    return bool(xp.isdtype(dtype, kind))
+
+
 @functools.cache  # pure in (namespace, dtype); saves ~1 us a call on small inputs
 def is_bool(xp: Namespace, dtype: DType) -> bool:
-    return bool(xp.isdtype(dtype, "bool"))
+    return isdtype(xp, dtype, "bool")
 
 
 @functools.cache
 def is_float(xp: Namespace, dtype: DType) -> bool:
-    return bool(xp.isdtype(dtype, "real floating"))
+    return isdtype(xp, dtype, "real floating")
 
 
 @functools.cache
 def is_integer(xp: Namespace, dtype: DType) -> bool:
-    return bool(xp.isdtype(dtype, "integral"))
+    return isdtype(xp, dtype, "integral")
 
 
 @functools.cache
 def is_unsigned(xp: Namespace, dtype: DType) -> bool:
-    return bool(xp.isdtype(dtype, "unsigned integer"))
+    return isdtype(xp, dtype, "unsigned integer")
 
 
 @functools.cache
 def bits(xp: Namespace, dtype: DType) -> int:
     """Width of ``dtype`` in bits."""
+    if is_extension_bfloat16(dtype):
+        return 16
     info = xp.finfo(dtype) if is_float(xp, dtype) else xp.iinfo(dtype)
     return int(info.bits)
 
@@ -55,7 +102,7 @@ def dtype_name(xp: Namespace, dtype: DType) -> str | None:
     """The array-API name of ``dtype`` ("float32", "bfloat16", "uint8", "bool", ...).
 
     None when the namespace cannot classify ``dtype`` (NumPy raises TypeError on
-    ml_dtypes' bfloat16 in ``isdtype``) or it is not a real numeric or bool dtype.
+    ml_dtypes' float8 types in ``isdtype``) or it is not a real numeric or bool dtype.
     Profiles that check dtypes against named lists (ONNX type constraints) use this.
     """
     try:
@@ -68,6 +115,8 @@ def dtype_name(xp: Namespace, dtype: DType) -> str | None:
     except TypeError:
         return None
     width = bits(xp, dtype)
+    if is_extension_bfloat16(dtype):
+        return "bfloat16"
     # The two 16-bit floats differ in precision: bfloat16 has 8 significand bits.
     if width == 16 and float(xp.finfo(dtype).eps) > 2.0**-10:
         return "bfloat16"
@@ -85,8 +134,15 @@ def dtype_named(xp: Namespace, name: str) -> DType | None:
     # Dask's namespace names no float16 although its arrays (NumPy-typed) hold it.
     import numpy as np
 
-    if name != "bfloat16" and isinstance(info.get("float32"), np.dtype):
-        return np.dtype(name)
+    if isinstance(info.get("float32"), np.dtype):
+        if name != "bfloat16":
+            return np.dtype(name)
+        # NumPy and Dask hold bfloat16 as ml_dtypes' type, where it is installed.
+        try:
+            import ml_dtypes
+        except ImportError:
+            return None
+        return np.dtype(ml_dtypes.bfloat16)
     return None
 
 
@@ -117,20 +173,18 @@ def compute_float(xp: Namespace, dtype: DType) -> DType:
 
 @functools.cache  # positional arguments: keywords make the cache's key ~0.1 us slower
 def check_dtype(op: str, xp: Namespace, dtype: DType, accepts_bool: bool) -> None:
-    """Raise TypeError unless ``op`` takes ``dtype``: any real numeric, bool if ``accepts_bool``."""
-    allowed = "integer and real floating dtypes"
+    """Raise TypeError unless ``op`` takes ``dtype``: a real numeric dtype of 8 to 64 bits
+    (floats of 16 to 64), bool if ``accepts_bool``."""
     try:
         boolean = is_bool(xp, dtype)
-        numeric = bool(xp.isdtype(dtype, ("integral", "real floating")))
-    except TypeError as e:  # a dtype the namespace does not know (NumPy + ml_dtypes bfloat16)
-        msg = (
-            f"{op}: input dtype {dtype} is not a dtype of the array's namespace; "
-            f"{op} takes {allowed}"
-        )
-        raise TypeError(msg) from e
-    if (boolean and accepts_bool) or (numeric and not boolean):
+        integer = not boolean and is_integer(xp, dtype)
+        floating = is_float(xp, dtype)
+        low, high = _INT_BITS if integer else _FLOAT_BITS
+        numeric = (integer or floating) and low <= bits(xp, dtype) <= high
+    except (TypeError, ValueError):  # a dtype the namespace cannot classify (ml_dtypes' float8)
+        boolean = numeric = False
+    if (boolean and accepts_bool) or numeric:
         return
-    if accepts_bool:
-        allowed += " and bool"
+    allowed = ALLOWED + (" and bool" if accepts_bool else "")
     msg = f"{op}: input dtype {dtype} is not supported; {op} takes {allowed}"
     raise TypeError(msg)

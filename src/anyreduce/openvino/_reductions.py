@@ -82,7 +82,7 @@ def _reduce(name: str, data: Array, axes: AxesLike, keep_dims: object) -> Array:
     if operator.logical:
         admitted, allowed = dtype == "bool", "bool"
     else:
-        admitted, allowed = dtype not in (None, "bool"), "integer and real floating dtypes"
+        admitted, allowed = dtype in _dtypes.NUMERIC_NAMES, "integer and real floating dtypes"
     if not admitted:
         msg = (
             f"{label}: input dtype {dtype or data.dtype} is not supported; {label} takes {allowed}"
