@@ -5,6 +5,7 @@
 :func:`assert_parity` is the same as an assertion for test suites; :func:`parity_sweep`
 runs it for every op, dtype and distribution. :func:`exact` is the exact oracle they (and
 the conformance suite) use, :func:`magnitude` the size of what an op accumulates.
+:data:`OP_NAMES` names the ten reductions, in report order.
 :func:`conformance` runs the whole conformance suite (what the ``anyreduce conformance``
 command runs) and returns its report.
 """
@@ -37,10 +38,17 @@ __all__ = [
 def assert_parity(*args: Any, **kwargs: Any) -> ParityReport:
     """:func:`parity`, raising ``AssertionError`` unless its report is ok.
 
-    Takes the same arguments as :func:`parity`. The message names each library that
-    disagrees or fails, its worst output element with the exact and computed values and the
-    inputs reduced into it, and the call that reproduces it; a report with nothing compared
-    fails too.
+    The message names each library that disagrees or fails, its worst output element with
+    the exact and computed values and the inputs reduced into it, and the call that
+    reproduces it; a report with nothing compared fails too.
+
+    Parameters
+    ----------
+    *args
+        The positional arguments of :func:`parity`: ``op``, ``shape``, ``dtype``, ``axes``.
+    **kwargs
+        Its keyword arguments: ``data``, ``distribution``, ``keepdims``, ``seed``,
+        ``backends``, ``native``, ``expected_errors``.
 
     Returns
     -------
@@ -51,6 +59,8 @@ def assert_parity(*args: Any, **kwargs: Any) -> ParityReport:
     --------
     >>> import numpy as np
     >>> from anyreduce.testing import assert_parity
+    >>> assert_parity("reduce_l2", (64, 1000), "float16", axes=1, backends=["numpy"]).ok
+    True
     >>> report = assert_parity("reduce_l2", data=np.array([300, 400], np.float16),
     ...                        backends=["numpy", "torch"], native=True,
     ...                        expected_errors=())  # doctest: +SKIP

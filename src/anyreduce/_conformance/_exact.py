@@ -317,8 +317,38 @@ def reduce(
 ) -> np.ndarray:
     """The exact result of ``op`` on NumPy ``data``, with anyreduce's signature.
 
-    float64 (the exact value rounded once) for float data, an object array of Python ints
-    (bools for bool data) otherwise; the caller compares it with a dtype-aware tolerance.
+    Parameters
+    ----------
+    op : str
+        The reduction, as anyreduce names it (``"reduce_l2"``) or as ONNX does
+        (``"ReduceL2"``); any other name is a ``ValueError``.
+    data : numpy.ndarray
+        The input, of any integer, floating (bfloat16 included) or bool dtype.
+    axes : int, sequence of int or None, default None
+        Axes to reduce over, as in the reductions; None (or empty) reduces over all.
+    keepdims : bool, default True
+        Keep the reduced axes with length 1.
+    noop_with_empty_axes : bool, default False
+        With empty ``axes``, reduce over no axis instead of all.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (the exact value rounded once) for float data, an object array of Python
+        ints (bools for bool data) otherwise; the caller compares it with a dtype-aware
+        tolerance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from anyreduce.testing import exact
+    >>> exact("reduce_sum", np.array([[1e16, 1.0, -1e16], [1.0, 2.0, 3.0]]), axes=1)
+    array([[1.],
+           [6.]])
+    >>> exact("reduce_sum", np.array([[1, 2], [3, 4]], np.int32), axes=0, keepdims=False)
+    array([4, 6], dtype=object)
+    >>> exact("ReduceL2", np.array([300, 400], np.float16))
+    array([500.])
     """
     reduced = _normalised(data, axes, noop_with_empty_axes)
     return exact(onnx_name(op), data, reduced, keepdims).values
@@ -349,9 +379,38 @@ def magnitude(
 ) -> np.ndarray:
     """Per output element, the float64 size ``M`` of what ``op`` accumulates.
 
-    ``sum |x|`` for Sum, Mean, L1 and LogSum; ``sum x**2`` for SumSquare and L2;
-    ``sum exp(x - max)`` for LogSumExp; 0 for the others. Non-finite values are left out.
     The error bound of a float accumulation scales with it.
+
+    Parameters
+    ----------
+    op : str
+        The reduction, as anyreduce names it (``"reduce_l2"``) or as ONNX does
+        (``"ReduceL2"``); any other name is a ``ValueError``.
+    data : numpy.ndarray
+        The input.
+    axes : int, sequence of int or None, default None
+        Axes to reduce over, as in the reductions; None (or empty) reduces over all.
+    keepdims : bool, default True
+        Keep the reduced axes with length 1.
+    noop_with_empty_axes : bool, default False
+        With empty ``axes``, reduce over no axis instead of all.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, of the shape of the result: ``sum |x|`` for Sum, Mean, L1 and LogSum;
+        ``sum x**2`` for SumSquare and L2; ``sum exp(x - max)`` for LogSumExp; 0 for the
+        others. Non-finite values are left out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from anyreduce.testing import magnitude
+    >>> magnitude("reduce_sum", np.array([[1.0, -2.0, np.inf], [3.0, 4.0, 5.0]]), axes=1)
+    array([[ 3.],
+           [12.]])
+    >>> magnitude("reduce_l2", np.array([3.0, 4.0]), keepdims=False)
+    array(25.)
     """
     name = onnx_name(op)
     reduced = _normalised(data, axes, noop_with_empty_axes)

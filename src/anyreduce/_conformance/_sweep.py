@@ -33,7 +33,33 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass
 class SweepCell:
-    """One library on one op over every dtype and distribution it ran."""
+    """One library on one op over every dtype and distribution it ran.
+
+    A cell of :attr:`SweepReport.matrix`; ``text()`` gives it as the printed matrix shows it.
+
+    Attributes
+    ----------
+    runs : int
+        Comparisons with a result.
+    disagreed : int
+        Those of them that disagree with the exact result.
+    errors : int
+        Unexpected errors.
+    worst_ulps : float
+        The largest error of any comparison, in units in the last place of its dtype.
+    worst : str
+        The dtype and distribution of that comparison, or ``""``.
+
+    Examples
+    --------
+    >>> from anyreduce.testing import SweepCell
+    >>> SweepCell(runs=36, worst_ulps=0.5).text()
+    '0.5 ok'
+    >>> SweepCell(runs=36, disagreed=3, worst_ulps=float("inf")).text()
+    'inf 3/36 NO'
+    >>> SweepCell().text()
+    '-'
+    """
 
     runs: int = 0  # comparisons with a result
     disagreed: int = 0
@@ -61,8 +87,55 @@ class SweepCell:
 class SweepReport:
     """The sweep's results: ``.ok``, ``.matrix``, ``.lines()``, ``.as_json()``.
 
-    ``matrix[library][op]`` is a :class:`SweepCell`; ``problems`` lists every disagreement
-    and unexpected error with its worst element and how to reproduce it.
+    Returned by :func:`anyreduce.testing.parity_sweep`. ``matrix[library][op]`` is a
+    :class:`SweepCell`; ``problems`` lists every disagreement and unexpected error with its
+    worst element and how to reproduce it.
+
+    Attributes
+    ----------
+    ops : tuple of str
+        The reductions swept.
+    dtypes : tuple of str
+        The dtypes swept.
+    distributions : tuple of str
+        The distributions of the generated data.
+    shape : tuple of int
+        The shape of the generated data.
+    axes : tuple of int or None
+        The axes reduced over; None for all.
+    seed : int
+        The seed of the generated data.
+    native : bool
+        Whether the frameworks' own expressions ran.
+    libraries : list of str
+        Every backend, runtime and native expression that ran, in the order met.
+    kinds : dict of str to str
+        Each library's kind: ``"backend"``, ``"runtime"`` or ``"native"``.
+    matrix : dict of str to dict of str to SweepCell
+        Per library and op, its results over every dtype and distribution.
+    problems : list of dict of str to str
+        Every disagreement and unexpected error: ``library``, ``kind``, ``op``, ``dtype``,
+        ``distribution``, ``what`` and ``reproduce``.
+    not_run : dict of str to str
+        What never ran, with the reasons.
+    comparisons : int
+        How many comparisons had a result.
+    seconds : float
+        How long the sweep took.
+    ok : bool
+        Something was compared and every comparison agrees, with no unexpected error.
+
+    Examples
+    --------
+    >>> from anyreduce.testing import parity_sweep
+    >>> report = parity_sweep(["reduce_max"], ["float32"], ["normal"], backends=["numpy"])
+    >>> report.ok, report.comparisons, report.problems
+    (True, 1, [])
+    >>> for line in report.lines():
+    ...     print(line)
+    library  kind     reduce_max
+    -------  -------  ----------
+    numpy    backend  0 ok
     """
 
     ops: tuple[str, ...]
@@ -239,13 +312,21 @@ def parity_sweep(
 
     Parameters
     ----------
-    ops, dtypes, distributions : sequence of str, optional
-        Restrict the sweep; default: all ten ops, every dtype, every distribution. A
-        dtype an op does not take (bool for all but max and min) is left out of its row.
+    ops : sequence of str, optional
+        Only these reductions (``"reduce_l2"`` or ``"ReduceL2"``); default: all ten.
+    dtypes : sequence of str, optional
+        Only these dtypes; default: every dtype. A dtype an op does not take (bool for
+        all but max and min) is left out of its row.
+    distributions : sequence of str, optional
+        Only these distributions of the generated data (as in :func:`parity`); default:
+        every distribution.
     shape : sequence of int, default (8, 32)
+        Shape of the generated data.
     axes : int, sequence of int or None, default -1
+        Axes to reduce over; None reduces over all.
     keepdims : bool, default True
     seed : int, default 0
+        Seed of the generated data.
     backends : sequence of str, optional
         Only these backends, runtimes and frameworks.
     native : bool, default False
