@@ -17,6 +17,7 @@ still using it.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import warnings
@@ -169,31 +170,40 @@ def _split_axis(x: Array, axes: Axes) -> tuple[int, int] | None:
     for a in range(x.ndim):
         if a in axes:
             continue
-        width = 1 if x.flags.c_contiguous and a < min(axes) else 2
+        width = 1 if _c_ordered(x) and a < min(axes) else 2
         if x.shape[a] >= 2 * width:
             return a, width
     return None
 
 
-def split(x: Array, axes: Axes, keepdims: bool, reduce: Callable[[Array], Array]) -> Array | None:
+def split(
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    reduce: Callable[[Array], Array],
+    *,
+    concat: Callable[..., Array] | None = None,
+    threaded: bool = True,
+) -> Array | None:
     """``reduce`` of NumPy ``x`` computed slab by slab along a kept axis, on pool threads.
 
-    ``reduce(slab)`` reduces one slab over ``axes`` with ``keepdims``. The slabs hold about
+    ``reduce(slab)`` reduces one slab over ``axes`` with ``keepdims``; ``concat(results,
+    axis=...)`` joins the slabs' results (NumPy's by default); ``threaded=False`` takes the
+    slabs in turn on the calling thread (a library that threads its own kernels). The slabs
+    hold about
     ``SLAB_ELEMENTS`` elements each whatever the number of threads (one thread takes them
     in turn), so an operator's temporaries are a slab's size, not the data's. None where
     the data are not split: smaller than two slabs, no kept axis, or already on a pool
     thread.
     """
-    import numpy as np
-
-    if getattr(_worker, "active", False) or not axes or x.size < 2 * SLAB_ELEMENTS:
+    if getattr(_worker, "active", False) or not axes or _size(x) < 2 * SLAB_ELEMENTS:
         return None
     found = _split_axis(x, axes)
     if found is None:
         return None
     axis, width = found
     length = x.shape[axis]
-    step = max(width, SLAB_ELEMENTS // (x.size // length))
+    step = max(width, SLAB_ELEMENTS // (_size(x) // length))
     if 2 * step > length:
         return None
     bounds = [(start, min(start + step, length)) for start in range(0, length, step)]
@@ -210,11 +220,26 @@ def split(x: Array, axes: Axes, keepdims: bool, reduce: Callable[[Array], Array]
         finally:
             _worker.active = before
 
-    threads = get_num_threads()
+    threads = get_num_threads() if threaded else 1
     if threads < 2:
         results = [one(bound) for bound in bounds]
     else:
         results = list(_executor(threads).map(one, bounds))
     # The split axis keeps its place unless it follows reduced axes that are dropped.
     out_axis = axis if keepdims else axis - sum(1 for a in axes if a < axis)
-    return np.concatenate(results, axis=out_axis)
+    if concat is None:
+        import numpy as np
+
+        concat = np.concatenate
+    return concat(results, axis=out_axis)
+
+
+def _size(x: Array) -> int:
+    return math.prod(x.shape)
+
+
+def _c_ordered(x: Array) -> bool:
+    flags = getattr(x, "flags", None)
+    if flags is not None:
+        return bool(flags.c_contiguous)
+    return bool(x.is_contiguous())  # torch

@@ -8,12 +8,31 @@ from typing import Any
 import array_api_compat
 
 from ._base import Accelerator, Profile
+from ._common import Shim
 from ._numpy import _FLOATS, _GUARDED, guarded
 
 __all__ = ["PROFILE", "eager"]
 
 Namespace = Any
 Array = Any
+
+
+Axes = tuple[int, ...]
+
+_NUMERIC = frozenset(
+    {
+        "bool",
+        "int8",
+        "uint8",
+        "int16",
+        "int32",
+        "int64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+    }
+)
 
 
 def recognises(xp: Namespace) -> bool:
@@ -65,13 +84,68 @@ def eager(x: Array) -> bool:
     )
 
 
+def _in_slabs(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    import torch
+
+    from . import _threads, reduce
+
+    def slab(part: Array) -> Array:
+        return reduce(op, part, axes, keepdims, array_api_compat.array_namespace(part))
+
+    return _threads.split(x, axes, keepdims, slab, concat=torch.cat, threaded=False)
+
+
+_SLABS = Accelerator(
+    name="slabs",
+    # The operators whose element-wise step makes a temporary of the data's size; exp of
+    # LogSumExp is compute-bound and lost PyTorch's own threading in slabs (235 -> 435 ms).
+    ops=frozenset({"reduce_l1", "reduce_l2", "reduce_sum_square"}),
+    dtypes=_NUMERIC,
+    covers=(
+        "tensors of at least 2**21 elements with a kept axis long enough for two slabs of "
+        "about 2**20 elements; PyTorch threads each slab's kernels itself"
+    ),
+    earned=(
+        "float32 (4096, 8192) over the last axis, L2 416 -> 37 ms, SumSquare 106 -> 19 ms "
+        "(busy machine, same run): the temporary is a slab's size, not 128 MB that the "
+        "allocator returns and page-faults anew each call"
+    ),
+    exact=False,
+    run=_in_slabs,
+)
+
+
+def _prod(xp: Namespace) -> Any:
+    """``xp.prod`` taking a product over every axis as one over the flattened data.
+
+    array-api-compat's product over a tuple of axes copies the data first: float32
+    (4096, 8192) over both axes took 110 ms against 4 ms over one (torch 2.13).
+    """
+
+    def prod(x: Array, /, *, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Array:
+        every = axis is None or (isinstance(axis, tuple) and len(axis) == x.ndim)
+        if not every or x.ndim < 2:
+            return xp.prod(x, axis=axis, keepdims=keepdims, dtype=dtype)
+        total = xp.prod(xp.reshape(x, (-1,)), axis=0, dtype=dtype)
+        return xp.reshape(total, (1,) * x.ndim) if keepdims else total
+
+    return prod
+
+
+@functools.cache
+def _shim(xp: Namespace) -> Namespace:
+    return Shim(xp, prod=_prod(xp))
+
+
 PROFILE = Profile(
     name="torch",
     recognises=recognises,
+    shim=_shim,
     lift=_lift,
     refuses=_refuses,
     eager=eager,
     accelerators=(
+        _SLABS,
         Accelerator(
             name="careful-when-needed",
             ops=_GUARDED,
