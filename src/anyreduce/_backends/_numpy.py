@@ -141,6 +141,53 @@ def _threaded(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -
     return _threads.split(x, axes, keepdims, slab)
 
 
+# Operators that compose with themselves (or, for positive terms, with a sum) exactly in
+# real arithmetic: the operator of the whole is the merge of the slabs' results.
+_MERGES = {
+    "reduce_l1": "reduce_sum",
+    "reduce_sum_square": "reduce_sum",
+    "reduce_l2": "reduce_l2",
+    "reduce_log_sum_exp": "reduce_log_sum_exp",
+}
+
+
+def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    import numpy as np
+
+    from . import _threads, reduce
+
+    if len(axes) != x.ndim:
+        return None
+    xp = array_api_compat.array_namespace(x)
+
+    def slab(part: Array) -> Array:
+        return reduce(op, part, (0,), False, xp)
+
+    parts = _threads.flat_slabs(x, slab)
+    if parts is None:
+        return None
+    merged = reduce(_MERGES[op], np.stack(parts), (0,), False, xp)
+    return np.reshape(merged, (1,) * x.ndim) if keepdims else merged
+
+
+_EVERY_AXIS = Accelerator(
+    name="every-axis-in-slabs",
+    ops=frozenset(_MERGES),
+    dtypes=frozenset({"float16", "bfloat16", "float32", "float64"}),
+    covers=(
+        "C-ordered ndarrays of at least 2**21 elements reduced over every axis: slabs of "
+        "2**20 elements of the flattened data on pool threads, merged by the operator that "
+        "composes (a sum of L1 or SumSquare partials, an L2 of L2s, a LogSumExp of "
+        "LogSumExps); within the accuracy bound, not bit for bit"
+    ),
+    earned=(
+        "float32 (4096, 8192), every axis: the element-wise step's temporaries were the "
+        "data's size (LogSumExp 2x, 817 ms; L1 1x, 132 ms against 41 ms for the sum)"
+    ),
+    exact=False,
+    run=_every_axis,
+)
+
 _THREADS = Accelerator(
     name="threads",
     ops=frozenset(
@@ -197,5 +244,5 @@ PROFILE = Profile(
     refuses=refuses,
     quiet=numpy_quiet,
     eager=_eager,
-    accelerators=(_THREADS, *ACCELERATORS),
+    accelerators=(_THREADS, _EVERY_AXIS, *ACCELERATORS),
 )

@@ -243,3 +243,31 @@ def _c_ordered(x: Array) -> bool:
     if flags is not None:
         return bool(flags.c_contiguous)
     return bool(x.is_contiguous())  # torch
+
+
+def flat_slabs(x: Array, reduce: Callable[[Array], Array]) -> list[Array] | None:
+    """``reduce`` of each slab of the flattened C-ordered NumPy ``x`` (about
+    ``SLAB_ELEMENTS`` elements each, whatever the number of threads), on pool threads.
+
+    None where ``x`` is smaller than two slabs, not C-ordered, or this is a pool thread.
+    """
+    if getattr(_worker, "active", False) or _size(x) < 2 * SLAB_ELEMENTS or not _c_ordered(x):
+        return None
+    flat = x.reshape(-1)
+    count = flat.shape[0]
+    bounds = [
+        (start, min(start + SLAB_ELEMENTS, count)) for start in range(0, count, SLAB_ELEMENTS)
+    ]
+
+    def one(bound: tuple[int, int]) -> Array:
+        before = getattr(_worker, "active", False)
+        _worker.active = True
+        try:
+            return reduce(flat[bound[0] : bound[1]])
+        finally:
+            _worker.active = before
+
+    threads = get_num_threads()
+    if threads < 2:
+        return [one(bound) for bound in bounds]
+    return list(_executor(threads).map(one, bounds))
