@@ -249,7 +249,7 @@ def _started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 def test_bench_contended_spins_one_process_per_core_for_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import os
+    from anyreduce._bench._engine import _cores
 
     started = _started(monkeypatch)
     out = tmp_path / "bench.json"
@@ -260,7 +260,7 @@ def test_bench_contended_spins_one_process_per_core_for_the_run(
     assert main([*args, "--json", str(out), "--markdown", str(md)]) == 0
     result = json.loads(out.read_text())
     contended = result["meta"]["contended"]
-    cores = os.cpu_count()
+    cores = _cores()
     assert contended["spinners"] == cores == len(started)
     assert contended["spinning_at_end"] == cores  # they lasted the whole run
     assert contended["limit_s"] > 0

@@ -529,12 +529,18 @@ def run_suite(settings: Settings, progress: Progress = print) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         if not settings.contended:
             return _run_suite(settings, progress)
-        count = os.cpu_count() or 1
+        count = _cores()
         progress(f"contended: {count} spinning processes, one per core")
         with spinners(count, CONTENDED_LIMIT_S) as contention:
             result = _run_suite(settings, progress)
         result["meta"]["contended"] = contention
         return result
+
+
+def _cores() -> int:
+    """The cores this process may run on (all of them where the platform cannot say)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
