@@ -74,6 +74,20 @@ def test_data_crosses_exactly_both_ways(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", LIBRARIES)
+def test_parity_reads_every_library_through_the_registry(name: str) -> None:
+    from anyreduce._conformance._data import as_numpy
+
+    lib = LIBRARIES[name]
+    pytest.importorskip(lib.module)
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with lib.namespace():
+        native = lib.from_numpy(host)
+        assert as_numpy(native).tobytes() == host.tobytes()
+    with pytest.raises(TypeError, match="data must be an array"):
+        as_numpy(np.float32(1))
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
 def test_the_missing_dtypes_are_the_ones_the_namespace_lacks(name: str) -> None:
     lib = LIBRARIES[name]
     pytest.importorskip(lib.module)
