@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 from anyreduce._backends import no_accelerators
+from anyreduce._lib._libraries import LIBRARIES, Library, library_of
 
 try:
     import ml_dtypes
@@ -29,60 +29,42 @@ ALL_DTYPES = (*INTEGER_DTYPES, *FLOAT_DTYPES, "bool")
 
 @dataclass(frozen=True)
 class Backend:
-    """One array library (and mode) the suite runs on."""
+    """One array library (and mode) the suite runs on: an entry of the registry
+    (``anyreduce._lib._libraries``), optionally with every accelerator turned off."""
 
     name: str
-    module: str
-    missing: tuple[str, ...] = ()  # dtypes the backend does not have
     general: bool = False  # the generic kernels only: every accelerator turned off
 
     def __str__(self) -> str:
         return f"{self.name}-general" if self.general else self.name
 
+    @property
+    def library(self) -> Library:
+        return LIBRARIES[self.name]
+
+    @property
+    def module(self) -> str:
+        return self.library.module
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return self.library.missing
+
     @contextlib.contextmanager
     def active(self) -> Iterator[Any]:
         """Import the backend (skip if absent) and yield its array-API namespace."""
-        path = no_accelerators() if self.general else contextlib.nullcontext()
-        with path, self._namespace() as xp:
-            yield xp
-
-    @contextlib.contextmanager
-    def _namespace(self) -> Iterator[Any]:
         pytest.importorskip(self.module)
-        if self.name == "numpy":
-            import array_api_compat.numpy as xp
-
+        path = no_accelerators() if self.general else contextlib.nullcontext()
+        with path, self.library.namespace() as xp:
             yield xp
-        elif self.name == "array_api_strict":
-            yield importlib.import_module("array_api_strict")
-        elif self.name == "torch":
-            import array_api_compat.torch as xp
-
-            yield xp
-        elif self.name == "dask":
-            import array_api_compat.dask.array as xp
-
-            yield xp
-        else:
-            import jax
-            import jax.numpy as jnp
-
-            with jax.enable_x64(self.name == "jax"):
-                yield jnp
 
     def has(self, dtype: str) -> bool:
-        return dtype not in self.missing
+        return self.library.has(dtype)
 
 
-BACKENDS = (
-    Backend("numpy", "numpy"),
-    Backend("array_api_strict", "array_api_strict", ("float16", "bfloat16")),
-    Backend("torch", "torch"),
-    Backend("jax", "jax"),
-    # JAX's default: no 64-bit types. A smaller run: the semantic tests only.
-    Backend("jax32", "jax", ("int64", "uint64", "float64")),
-    Backend("dask", "dask"),
-)
+# Every library of the registry; jax32 (JAX's default: no 64-bit types) gets a smaller run,
+# the semantic tests only.
+BACKENDS = tuple(Backend(name) for name in LIBRARIES)
 # The backends with accelerators once more with them turned off: the generic kernels are
 # what runs under every tracer and compiler, so they need their own run on every test.
 BOTH_PATHS = (
@@ -97,15 +79,7 @@ BOTH_PATHS = (
 
 def backend_of(xp: Any) -> str:
     """The name of the library behind namespace ``xp``."""
-    if array_api_compat.is_numpy_namespace(xp):
-        return "numpy"
-    if array_api_compat.is_torch_namespace(xp):
-        return "torch"
-    if array_api_compat.is_jax_namespace(xp):
-        return "jax"
-    if array_api_compat.is_dask_namespace(xp):
-        return "dask"
-    return "array_api_strict"
+    return library_of(xp)
 
 
 def np_dtype(name: str) -> Any:
@@ -114,58 +88,18 @@ def np_dtype(name: str) -> Any:
 
 def dtype_of(xp: Any, name: str) -> Any:
     """The namespace's dtype object called ``name``."""
-    kind = backend_of(xp)
-    if kind == "torch":
-        import torch
-
-        return getattr(torch, name)
-    if name == "bfloat16" and kind in {"numpy", "dask"}:
-        return np.dtype(BFLOAT16)
-    if kind == "dask":
-        return np.dtype(name)
-    return getattr(xp, name)
+    return LIBRARIES[backend_of(xp)].dtype(name)
 
 
 def make(xp: Any, values: Any, dtype: str, *, chunks: Any = None) -> Any:
     """An array of backend ``xp`` holding ``values`` (exactly, once cast to ``dtype``)."""
     host = np.asarray(values).astype(np_dtype(dtype))
-    kind = backend_of(xp)
-    if kind == "torch":
-        import torch
-
-        if dtype == "bfloat16":
-            return torch.from_numpy(host.astype(np.float32)).to(torch.bfloat16)
-        return torch.from_numpy(host.copy())
-    if kind == "dask":
-        import dask.array as da
-
-        return da.from_array(host, chunks=chunks or tuple(max(1, (n + 1) // 2) for n in host.shape))
-    if kind == "jax":
-        return xp.asarray(host)
-    if kind == "array_api_strict":
-        flat = xp.asarray(host.ravel().tolist(), dtype=dtype_of(xp, dtype))
-        return xp.reshape(flat, host.shape)
-    return xp.asarray(host)
+    return LIBRARIES[backend_of(xp)].from_numpy(host, chunks=chunks)
 
 
 def to_numpy(a: Any) -> np.ndarray:
     """The values of array ``a`` on the host, as NumPy (bfloat16 as ml_dtypes)."""
-    xp = array_api_compat.array_namespace(a)
-    kind = backend_of(xp)
-    if kind == "torch":
-        import torch
-
-        t = a.detach().cpu()
-        if t.dtype == torch.bfloat16:
-            return t.float().numpy().astype(BFLOAT16)
-        return t.numpy()
-    if kind == "dask":
-        # Computed here, so NumPy's IEEE warnings (log(0) = -inf) are the caller's to silence.
-        with np.errstate(all="ignore"):
-            return np.asarray(a.compute(scheduler="sync"))
-    if kind == "array_api_strict":
-        return np.asarray(a._array)
-    return np.asarray(a)
+    return LIBRARIES[backend_of(array_api_compat.array_namespace(a))].to_numpy(a)
 
 
 TOLERANCE = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-20, "float64": 2.0**-48}

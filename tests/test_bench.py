@@ -40,7 +40,10 @@ def test_bench_quick_writes_table_and_json(
     printed = capsys.readouterr().out
     assert "no targets judged" in printed
     result = json.loads(out.read_text())
-    assert set(result) == {"meta", "large", "small", "masked", "narrow"}
+    assert set(result) == {"meta", "large", "small", "masked", "narrow", "memory"}
+    assert result["memory"] == []  # --no-memory
+    assert result["meta"]["contended"] is None
+    assert "idle machine" in printed
     backends = {r["backend"] for r in result["large"]} - set(result["meta"]["missing_backends"])
     assert backends  # numpy at least
     keys = {(r["backend"], r["dtype"], r["axes"], r["op"]) for r in result["large"]}
@@ -224,3 +227,125 @@ def test_bench_small_overhead_is_the_median_difference_within_rounds(
     assert record["sum_us"] == pytest.approx(20.0)
     assert record["ours_us"] == pytest.approx(31.0)
     assert record["meets"] is True
+
+
+def _started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The spinning processes the benchmark starts, as they start."""
+    from anyreduce._bench import _contention
+
+    started: list[Any] = []
+    popen = _contention.subprocess.Popen
+
+    def recording(command: Any, *args: Any, **kwargs: Any) -> Any:
+        process = popen(command, *args, **kwargs)
+        if _contention.SPIN in command:  # not another command (platform's uname)
+            started.append(process)
+        return process
+
+    monkeypatch.setattr(_contention.subprocess, "Popen", recording)
+    return started
+
+
+def test_bench_contended_spins_one_process_per_core_for_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from anyreduce._bench._engine import _cores
+
+    started = _started(monkeypatch)
+    out = tmp_path / "bench.json"
+    md = tmp_path / "bench.md"
+    args = ["bench", "--quick", "--contended", "--shape", "4", "8", "--axes", "last"]
+    args += ["--backends", "numpy", "--ops", "reduce_sum", "reduce_l2", "--no-small"]
+    args += ["--no-masked", "--no-narrow", "--no-onnxruntime", "--repeats", "1"]
+    assert main([*args, "--json", str(out), "--markdown", str(md)]) == 0
+    result = json.loads(out.read_text())
+    contended = result["meta"]["contended"]
+    cores = _cores()
+    assert contended["spinners"] == cores == len(started)
+    assert contended["spinning_at_end"] == cores  # they lasted the whole run
+    assert contended["limit_s"] > 0
+    assert all(p.poll() is not None for p in started)  # and are gone after it
+    assert f"contended: {cores} spinning processes" in capsys.readouterr().out
+    assert "contended:" in md.read_text()
+    assert result["meta"]["targets"]["contended_vs_native"] == 1.5
+
+
+def test_bench_contended_spinners_stop_on_errors_and_interrupts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anyreduce._bench._contention import spinners
+
+    started = _started(monkeypatch)
+
+    def interrupted_run(error: type[BaseException]) -> None:
+        with spinners(2, 60.0):
+            assert len(started) == 2
+            assert all(p.poll() is None for p in started)
+            raise error
+
+    for error in (KeyboardInterrupt, RuntimeError):
+        with pytest.raises(error):
+            interrupted_run(error)
+        assert all(p.poll() is not None for p in started)
+        started.clear()
+    with pytest.raises(ValueError, match="spinning processes must be at least 1, got 0"):
+        spinners(0, 60.0).__enter__()
+
+
+def test_bench_contended_spinners_stop_by_themselves() -> None:
+    import time
+
+    from anyreduce._bench._contention import spinners
+
+    with spinners(1, 0.2) as record:
+        time.sleep(3.0)
+    assert record["spinning_at_end"] == 0
+    assert record["seconds"] >= 3.0
+
+
+@pytest.mark.parametrize(("vs_native", "meets"), [(1.4, True), (1.6, False), (None, True)])
+def test_bench_contended_judges_ours_against_the_best_native(
+    vs_native: float | None, meets: bool
+) -> None:
+    from anyreduce._bench._engine import Settings, _judge
+
+    record = {
+        "dtype": "float32",
+        "op": "reduce_l2",
+        "vs_sum": 9.0,  # not judged beside other work
+        "vs_native": vs_native,
+        "vs_onnxruntime": 9.0,
+        "extra_fraction": 0.0,
+    }
+    judged = _judge(record, Settings(contended=True))
+    assert judged["meets"] is meets
+    assert judged["target_vs_native"] == 1.5
+    assert judged["target_vs_sum"] is None
+    assert "vs_sum" not in judged["checks"]
+    assert "vs_onnxruntime" not in judged["checks"]
+
+
+def test_bench_measures_memory_of_integer_dtypes_too() -> None:
+    from anyreduce._bench import format_table, to_markdown
+    from anyreduce._bench._anchors import load_backend
+    from anyreduce._bench._engine import MEMORY_DTYPES, MEMORY_TARGET, Settings, _memory
+
+    assert {"int8", "int32"} <= set(MEMORY_DTYPES)
+    backend = load_backend("numpy")
+    assert backend is not None
+    settings = Settings(shape=(64, 128), ops=("reduce_sum", "reduce_log_sum_exp"))
+    records = _memory(settings, [backend], lambda line: None)
+    assert {(r["dtype"], r["axes"], r["op"]) for r in records} == {
+        (d, a, op) for d in MEMORY_DTYPES for a in settings.axes for op in settings.ops
+    }
+    for r in records:
+        assert r["input_bytes"] == 64 * 128 * np.dtype(r["dtype"]).itemsize
+        assert r["extra_fraction"] == r["extra_bytes"] / r["input_bytes"]
+        assert r["meets"] is (r["extra_fraction"] <= MEMORY_TARGET)
+    result = {"meta": {"seconds": 0.0, "settings": {"shape": [64, 128]}}, "large": []}
+    result.update({"small": [], "memory": records})
+    assert "peak extra memory of ours" in format_table(result)
+    assert "| int8 |" in to_markdown(result)
+    quick = Settings.quick_settings(shape=(8, 8), ops=("reduce_sum",))
+    assert all(r["meets"] is None for r in _memory(quick, [backend], lambda line: None))
+    assert _memory(Settings(memory=False), [backend], lambda line: None) == []

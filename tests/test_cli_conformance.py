@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from anyreduce._cli import main
-from anyreduce._conformance import _runtimes, _targets
+from anyreduce._conformance import _runtimes
+from anyreduce._lib import _libraries
 from anyreduce.testing import parity
 
 pytest.importorskip("onnx")
@@ -63,7 +64,7 @@ def test_conformance_fails_and_shows_failing_cases(
 def test_conformance_with_only_numpy_says_what_it_could_not_test(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(_targets, "_installed", lambda module: module == "numpy")
+    monkeypatch.setattr(_libraries, "installed", lambda module: module == "numpy")
     monkeypatch.setattr(_runtimes.Runtime, "available", lambda self: False)
     argv = ["conformance", "--suite", "seed", "--no-progress"]
     assert main(argv) == 0

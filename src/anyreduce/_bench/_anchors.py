@@ -1,8 +1,11 @@
-"""Backends as the benchmark sees them: how to make data, wait for a result, and the anchors.
+"""Backends as the benchmark sees them: the registry's libraries with their anchors.
 
-Each backend gives its plain sum (the one-pass floor every operator is compared with) and,
-for each operator, one or more native expressions; the fastest of them in a run is the
-"best native" anchor. onnxruntime's kernels are built here too.
+Data in and results synchronised come from the registry (``anyreduce._lib._libraries``);
+the benchmark runs each library in its default mode (JAX's 64-bit types as its
+configuration leaves them: the report records which). Each backend gives its plain sum
+(the one-pass floor every operator is compared with) and, for each operator, one or more
+native expressions; the fastest of them in a run is the "best native" anchor.
+onnxruntime's kernels are built here too.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .._lib._libraries import LIBRARIES, Library
+
 __all__ = ["BACKEND_NAMES", "Backend", "load_backend", "onnxruntime_kernel"]
 
 Array = Any
@@ -22,7 +27,10 @@ Fn = Callable[[], Any]
 # (array, axes or None for all) -> a zero-argument callable doing the work
 Maker = Callable[[Array, "Axes | None"], Fn]
 
-BACKEND_NAMES = ("numpy", "torch", "jax", "dask", "array_api_strict")
+#: The registry's libraries, modes of another one (jax32) left out.
+BACKEND_NAMES = tuple(name for name, lib in LIBRARIES.items() if lib.mode_of is None)
+#: The dtypes of the large input the benchmark knows.
+BENCH_DTYPES = ("float32", "float16")
 
 
 @dataclass
@@ -34,9 +42,22 @@ class Backend:
     sync: Callable[[Any], Any]
     plain_sum: Maker
     native: dict[str, dict[str, Maker]] = field(default_factory=dict)
-    dtypes: tuple[str, ...] = ("float32", "float16")
+    dtypes: tuple[str, ...] = BENCH_DTYPES
     memory: str | None = None  # how peak extra memory is measured, None if it is not
     notes: str = ""
+
+
+def _backend(name: str, plain_sum: Maker, native: dict[str, dict[str, Maker]]) -> Backend:
+    """Backend ``name`` of the registry: its data, synchronisation and dtypes, and anchors."""
+    lib: Library = LIBRARIES[name]
+    return Backend(
+        name=name,
+        convert=lib.from_numpy,
+        sync=lib.sync,
+        plain_sum=plain_sum,
+        native=native,
+        dtypes=tuple(d for d in BENCH_DTYPES if lib.has(d)),
+    )
 
 
 def _einsum_subscripts(ndim: int, axes: Axes | None) -> str:
@@ -87,14 +108,9 @@ def _numpy() -> Backend:
         native["reduce_log_sum_exp"]["scipy logsumexp"] = lambda x, a: (
             lambda: logsumexp(x, axis=a, keepdims=True)
         )
-    return Backend(
-        name="numpy",
-        convert=lambda x: x,
-        sync=lambda r: r,
-        plain_sum=lambda x, a: lambda: np_.sum(x, axis=a, keepdims=True),
-        native=native,
-        memory="tracemalloc",
-    )
+    backend = _backend("numpy", lambda x, a: lambda: np_.sum(x, axis=a, keepdims=True), native)
+    backend.memory = "tracemalloc"
+    return backend
 
 
 def _torch() -> Backend:
@@ -139,15 +155,10 @@ def _torch() -> Backend:
             "torch.logsumexp": lambda x, a: lambda: torch.logsumexp(x, dims(x, a), keepdim=True)
         },
     }
-    return Backend(
-        name="torch",
-        convert=lambda x: torch.from_numpy(x.copy()),
-        sync=lambda r: r,
-        plain_sum=lambda x, a: lambda: torch.sum(x, dims(x, a), keepdim=True),
-        native=native,
-        memory="torch profiler",
-        notes=f"{torch.get_num_threads()} threads",
-    )
+    backend = _backend("torch", lambda x, a: lambda: torch.sum(x, dims(x, a), keepdim=True), native)
+    backend.memory = "torch profiler"
+    backend.notes = f"{torch.get_num_threads()} threads"
+    return backend
 
 
 def _x64(jnp: Any) -> str:
@@ -186,19 +197,15 @@ def _jax() -> Backend:
         },
         "reduce_log_sum_exp": {"jit(logsumexp)": jitted(lse)},
     }
-    return Backend(
-        name="jax",
-        convert=jnp.asarray,
-        sync=lambda r: r.block_until_ready(),
-        # An eager jnp.sum: itself compiled once per signature and cached by JAX.
-        plain_sum=lambda x, a: lambda: jnp.sum(x, a, keepdims=True),
-        native=native,
-        notes="x64 " + _x64(jnp),
-    )
+    # An eager jnp.sum: itself compiled once per signature and cached by JAX.
+    backend = _backend("jax", lambda x, a: lambda: jnp.sum(x, a, keepdims=True), native)
+    backend.notes = "x64 " + _x64(jnp)
+    return backend
 
 
-def _generic(name: str, xp: Any, convert: Callable[[np.ndarray], Array], sync: Any) -> Backend:
+def _generic(name: str) -> Backend:
     # Backends without specialised kernels: the plain array-API composition is their native.
+    xp = LIBRARIES[name].array_namespace()
     native: dict[str, dict[str, Maker]] = {
         "reduce_sum": {"sum": lambda x, a: lambda: xp.sum(x, axis=a, keepdims=True)},
         "reduce_mean": {"mean": lambda x, a: lambda: xp.mean(x, axis=a, keepdims=True)},
@@ -219,49 +226,19 @@ def _generic(name: str, xp: Any, convert: Callable[[np.ndarray], Array], sync: A
             "log(sum(exp))": lambda x, a: lambda: xp.log(xp.sum(xp.exp(x), axis=a, keepdims=True))
         },
     }
-    return Backend(
-        name=name,
-        convert=convert,
-        sync=sync,
-        plain_sum=lambda x, a: lambda: xp.sum(x, axis=a, keepdims=True),
-        native=native,
-    )
+    return _backend(name, lambda x, a: lambda: xp.sum(x, axis=a, keepdims=True), native)
 
 
-def _dask() -> Backend:
-    import array_api_compat.dask.array as xp
-    import dask.array as da
-
-    def convert(x: np.ndarray) -> Array:
-        chunks = tuple(max(1, n // 2) for n in x.shape)
-        return da.from_array(x, chunks=chunks)  # type: ignore[no-untyped-call]
-
-    return _generic("dask", xp, convert, lambda r: r.compute())
-
-
-def _strict() -> Backend:
-    import array_api_strict as xp
-
-    backend = _generic("array_api_strict", xp, xp.asarray, lambda r: r)
-    backend.dtypes = ("float32", "float16") if hasattr(xp, "float16") else ("float32",)
-    return backend
-
-
-_LOADERS: dict[str, tuple[str, Callable[[], Backend]]] = {
-    "numpy": ("numpy", _numpy),
-    "torch": ("torch", _torch),
-    "jax": ("jax", _jax),
-    "dask": ("dask", _dask),
-    "array_api_strict": ("array_api_strict", _strict),
-}
+# The backends with native expressions of their own; the others get the generic ones.
+_LOADERS: dict[str, Callable[[], Backend]] = {"numpy": _numpy, "torch": _torch, "jax": _jax}
 
 
 def load_backend(name: str) -> Backend | None:
     """The backend called ``name``, or None when its library is not installed."""
-    module, loader = _LOADERS[name]
-    if importlib.util.find_spec(module) is None:
+    if not LIBRARIES[name].installed():
         return None
-    return loader()
+    loader = _LOADERS.get(name)
+    return loader() if loader is not None else _generic(name)
 
 
 def onnxruntime_kernel(

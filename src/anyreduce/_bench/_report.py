@@ -97,8 +97,46 @@ def _aligned(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def judged_records(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records of a run whose targets are judged (large, small and memory)."""
+    records = result["large"] + result["small"] + result.get("memory", [])
+    return [r for r in records if r.get("meets") is not None]
+
+
+_MEMORY_HEAD = ["backend", "dtype", "axes", "op", "mem", ""]
+
+
+def _memory_rows(result: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            r["backend"],
+            r["dtype"],
+            r["axes"],
+            _SHORT.get(r["op"], r["op"]),
+            _mem(r),
+            _mark(r.get("meets")),
+        ]
+        for r in result.get("memory", [])
+    ]
+
+
+def _memory_title(result: dict[str, Any]) -> str:
+    shape = tuple(result["memory"][0]["shape"])
+    return f"peak extra memory of ours as % of the input {shape}, other dtypes than float32"
+
+
+def _contention(result: dict[str, Any]) -> str:
+    contended = result["meta"].get("contended")
+    if not contended:
+        return "idle machine (no spinning processes)"
+    return (
+        f"contended: {contended['spinners']} spinning processes, one per core, for the whole "
+        f"run; judged: x native <= {result['meta']['targets']['contended_vs_native']}"
+    )
+
+
 def _summary(result: dict[str, Any]) -> str:
-    judged = [r for r in result["large"] + result["small"] if r.get("meets") is not None]
+    judged = judged_records(result)
     if not judged:
         return "no targets judged (quick run or no float32 data)"
     missed = [r for r in judged if not r["meets"]]
@@ -111,6 +149,7 @@ def format_table(result: dict[str, Any]) -> str:
     meta = result["meta"]
     shape = tuple(meta["settings"]["shape"])
     parts = [
+        _contention(result),
         f"large inputs {shape}: median ms; ratios to the backend's plain sum, its best native "
         "expression and onnxruntime; peak extra memory as % of the input",
         _aligned(head, rows),
@@ -126,6 +165,8 @@ def format_table(result: dict[str, Any]) -> str:
             f"\nsmall input {tuple(meta['settings']['small_shape'])}: median us per call",
             _aligned(small_head, small_rows),
         ]
+    if result.get("memory"):
+        parts += [f"\n{_memory_title(result)}", _aligned(_MEMORY_HEAD, _memory_rows(result))]
     parts.append(f"\n{_summary(result)}; {meta['seconds']:.0f} s")
     return "\n".join(parts)
 
@@ -139,7 +180,7 @@ def _md(head: list[str], rows: list[list[str]]) -> str:
 def to_markdown(result: dict[str, Any]) -> str:
     """The tables of a run in Markdown."""
     head, rows, small_head, small_rows = _rows(result)
-    parts = [_md(head, rows)]
+    parts = [_contention(result) + ".", "", _md(head, rows)]
     if result.get("masked"):
         parts += ["", _MASKED_TITLE + ":", "", _md(head, _large_rows(result["masked"]))]
     if result.get("narrow"):
@@ -147,6 +188,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         parts += ["", title, "", _md(head, _large_rows(result["narrow"]))]
     if small_rows:
         parts += ["", _md(small_head, small_rows)]
+    if result.get("memory"):
+        parts += ["", _memory_title(result) + ":", "", _md(_MEMORY_HEAD, _memory_rows(result))]
     parts += ["", _summary(result) + "."]
     return "\n".join(parts)
 

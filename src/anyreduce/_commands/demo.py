@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
+
+from .._lib._libraries import LIBRARIES
 
 NAME = "demo"
 HELP = "run the ten reductions of the ONNX example on every installed backend"
 
-_BACKENDS = ("numpy", "torch", "jax", "dask", "array_api_strict")
+# The registry's libraries, modes of another one (jax32) left out.
+_BACKENDS = tuple(name for name, lib in LIBRARIES.items() if lib.mode_of is None)
 SHAPE = (3, 2, 2)  # the data of the ONNX example: 1..12
 
 
@@ -50,37 +52,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _namespaces() -> dict[str, object]:
+def _arrays() -> dict[str, object]:
+    """The example data on every installed library of the registry (its own mode aside)."""
     import numpy as np
 
     data = np.arange(1, 13, dtype=np.float32).reshape(SHAPE)
-    arrays: dict[str, object] = {"numpy": data}
-    if importlib.util.find_spec("torch"):
-        import torch
-
-        arrays["torch"] = torch.from_numpy(data.copy())
-    if importlib.util.find_spec("jax"):
-        import jax.numpy as jnp
-
-        arrays["jax"] = jnp.asarray(data)
-    if importlib.util.find_spec("dask"):
-        import dask.array as da
-
-        arrays["dask"] = da.from_array(data, chunks=(2, 2, 2))  # type: ignore[no-untyped-call]
-    if importlib.util.find_spec("array_api_strict"):
-        import array_api_strict as xps
-
-        arrays["array_api_strict"] = xps.reshape(xps.asarray(data.ravel().tolist()), (3, 2, 2))
-    return arrays
+    return {
+        name: LIBRARIES[name].from_numpy(data, chunks=(2, 2, 2))
+        for name in _BACKENDS
+        if LIBRARIES[name].installed()
+    }
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
 
     import anyreduce
     from anyreduce._lib._ops import OPS
 
-    arrays = _namespaces()
+    arrays = _arrays()
     missing = [name for name in _BACKENDS if name not in arrays]
     print(f"data = 1..12 shaped (3, 2, 2), axes = {args.axes}, keepdims = 0")
     for name in OPS:
@@ -88,9 +77,7 @@ def run(args: argparse.Namespace) -> int:
         for backend, data in arrays.items():
             result = getattr(anyreduce, name)(data, args.axes, keepdims=False)
             kind = type(result).__module__.split(".")[0]
-            if backend == "dask":
-                result = result.compute()
-            values = np.asarray(result._array if backend == "array_api_strict" else result)
+            values = LIBRARIES[backend].to_numpy(result)
             print(f"  {backend:<17} {kind:<17} {values.ravel()}")
     if missing:
         print(f"\nnot installed, not run: {', '.join(missing)}")

@@ -34,24 +34,14 @@ def as_numpy(data: Any) -> np.ndarray:
     """
     import array_api_compat
 
+    from .._lib._libraries import LIBRARIES, library_of
+
     if isinstance(data, np.ndarray):
         return np.array(data, copy=True)
-    if array_api_compat.is_torch_array(data):
-        import torch
-
-        tensor = data.detach().cpu()
-        if tensor.dtype == torch.bfloat16:
-            return np.asarray(tensor.float().numpy().astype(np_dtype("bfloat16")))
-        return np.array(tensor.numpy(), copy=True)
-    if array_api_compat.is_dask_array(data):
-        with np.errstate(all="ignore"):
-            return np.asarray(data.compute(scheduler="sync"))  # type: ignore[no-untyped-call]
-    if array_api_compat.is_jax_array(data):
-        return np.array(data, copy=True)
-    if array_api_compat.is_array_api_obj(data) and array_api_compat.is_array_api_strict_namespace(
-        array_api_compat.array_namespace(data)
-    ):
-        return np.array(np.from_dlpack(data), copy=True)
+    if array_api_compat.is_array_api_obj(data):
+        name = library_of(array_api_compat.array_namespace(data))
+        if name != "numpy" and name in LIBRARIES:  # NumPy: arrays only, no scalars
+            return np.array(LIBRARIES[name].to_numpy(data), copy=True)
     msg = f"data must be an array (NumPy, PyTorch, JAX, Dask, array-api-strict), not {data!r}"
     raise TypeError(msg)
 

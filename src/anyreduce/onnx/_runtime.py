@@ -332,7 +332,7 @@ class _Prepared:
         lib = self.library
         for name, value in named.items():
             self._check_input(name, _numpy_input(value, f"run: input {name!r}"))
-        with lib.context():
+        with lib.mode():
             values = {
                 name: lib.from_numpy(value, self.device)
                 for name, value in self.initializers.items()
@@ -455,7 +455,7 @@ def backend_for(name: str) -> type:
             if isinstance(inputs, (str, bytes, np.ndarray)) or not isinstance(inputs, Sequence):
                 msg = f"{label}: inputs must be a list of NumPy arrays, got {type(inputs).__name__}"
                 raise TypeError(msg)
-            with lib.context():
+            with lib.mode():
                 native = [
                     None if x is None else _to_library(lib, device, x, f"{label}: input {i}")
                     for i, x in enumerate(inputs)
