@@ -289,10 +289,16 @@ def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
 
 
 def _merge_scaled(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
-    """Parts' results of :func:`_scaled_squares` brought to the largest scale and summed."""
+    """Parts' results of :func:`_scaled_squares` brought to the largest scale and summed.
+
+    A part with nothing to add (all zeros, or no elements) keeps scale 1, which must not
+    set the scale of the others: their squares would underflow against it.
+    """
     scales, totals = parts
-    scale = xp.max(scales, axis=axes, keepdims=True)
-    ratio = scales / scale
+    dead = totals == 0
+    top = xp.max(xp.where(dead, xp.zeros_like(scales), scales), axis=axes, keepdims=True)
+    scale = xp.where(top == 0, xp.ones_like(top), top)
+    ratio = xp.where(dead, xp.zeros_like(scales), scales / scale)
     return scale, _sum_finite_scaled(xp, totals, ratio * ratio, axes)
 
 
@@ -496,10 +502,18 @@ def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
 
 
 def _merge_shifted(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
-    """Parts' results of :func:`_shifted_exps` brought to the largest shift and summed."""
+    """Parts' results of :func:`_shifted_exps` brought to the largest shift and summed.
+
+    A part with nothing to add (every value -inf, or no elements) has shift 0, which must
+    not set the shift of the others: their terms would underflow against it.
+    """
     shifts, totals = parts
-    shift = xp.max(shifts, axis=axes, keepdims=True)
-    return shift, _sum_finite_scaled(xp, totals, xp.exp(shifts - shift), axes)
+    dead = totals == 0
+    live = xp.where(dead, xp.full_like(shifts, -math.inf), shifts)
+    top = xp.max(live, axis=axes, keepdims=True)
+    shift = xp.where(xp.isfinite(top), top, xp.zeros_like(top))
+    factors = xp.exp(xp.where(dead, xp.zeros_like(shifts), shifts - shift))
+    return shift, _sum_finite_scaled(xp, totals, factors, axes)
 
 
 def _trunc_div(xp: Namespace, q: Array, rem_nonzero: Array) -> Array:
