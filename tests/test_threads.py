@@ -154,6 +154,10 @@ def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) ->
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+# JAX, when an earlier test in this process imported it, warns from its own at-fork hook
+# that its threads may deadlock a child: its warning about its threads, not this test's.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 @pytest.mark.parametrize("reducing", [1, 3])
 def test_fork_while_threads_reduce(restore_threads: None, reducing: int) -> None:

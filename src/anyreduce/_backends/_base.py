@@ -14,6 +14,8 @@ from .._agnostic._kernels import Parts, Select, where_suspect, whole
 from .._lib import _dtypes
 
 __all__ = [
+    "ALL_DTYPES",
+    "ALL_OPS",
     "Accelerator",
     "Profile",
     "accelerators_enabled",
@@ -25,6 +27,14 @@ __all__ = [
 Namespace = Any
 Array = Any
 Axes = tuple[int, ...]
+
+#: Every operator, and every dtype name the contract has (spec §3), for accelerators that
+#: cover them all.
+ALL_OPS = frozenset(KERNELS)
+ALL_DTYPES = frozenset(
+    {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
+    | {"float16", "bfloat16", "float32", "float64"}
+)
 
 
 def _identity(x: Array) -> Array:

@@ -7,7 +7,7 @@ from typing import Any
 
 import array_api_compat
 
-from ._base import Accelerator, Profile, run_kernel
+from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
 from ._common import (
     Shim,
     blocked_sum,
@@ -190,37 +190,8 @@ _EVERY_AXIS = Accelerator(
 
 _THREADS = Accelerator(
     name="threads",
-    ops=frozenset(
-        {
-            "reduce_sum",
-            "reduce_sum_square",
-            "reduce_l1",
-            "reduce_l2",
-            "reduce_mean",
-            "reduce_prod",
-            "reduce_max",
-            "reduce_min",
-            "reduce_log_sum",
-            "reduce_log_sum_exp",
-        }
-    ),
-    dtypes=frozenset(
-        {
-            "bool",
-            "int8",
-            "uint8",
-            "int16",
-            "uint16",
-            "int32",
-            "uint32",
-            "int64",
-            "uint64",
-            "float16",
-            "bfloat16",
-            "float32",
-            "float64",
-        }
-    ),
+    ops=ALL_OPS,
+    dtypes=ALL_DTYPES,
     covers=(
         "ndarrays of at least 2**21 elements with a kept axis long enough for two slabs of "
         "about 2**20 elements, each at least 2 positions wide (1 along a C-ordered axis "
