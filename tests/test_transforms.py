@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -181,21 +179,6 @@ def test_torch_max_min_ties_follow_torch(torch: Any, op: str) -> None:
     torch.testing.assert_close(x.grad, y.grad)
 
 
-@contextlib.contextmanager
-def dynamo_tracing() -> Iterator[None]:
-    # Dynamo warns that it traces through functools.lru_cache wrappers, which
-    # array_api_compat's namespace helpers use (pytorch/pytorch#152994,
-    # data-apis/array-api-compat#421); tracing through them is what we want: no graph
-    # break, and the cached results depend only on the namespace.
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore",
-            message="Dynamo detected a call to a `functools.lru_cache`",
-            category=UserWarning,
-        )
-        yield
-
-
 @pytest.mark.parametrize("op", OPS)
 def test_torch_compile_fullgraph(torch: Any, op: str) -> None:
     """Every dtype in one graph: one trace per op, and no graph break on any dtype."""
@@ -207,8 +190,7 @@ def test_torch_compile_fullgraph(torch: Any, op: str) -> None:
         fullgraph=True,
         backend="eager",
     )
-    with dynamo_tracing():
-        results = compiled(xs)
+    results = compiled(xs)
     for x, got in zip(xs, results, strict=True):
         want = f(x, (0, 2), keepdims=False)
         assert got.dtype == want.dtype == x.dtype
@@ -221,8 +203,7 @@ def test_torch_compile_inductor(torch: Any) -> None:
     torch._dynamo.reset()
     x = torch.tensor(generic(), dtype=torch.float32)
     compiled = torch.compile(lambda a: anyreduce.reduce_l2(a, (1,)), fullgraph=True)
-    with dynamo_tracing():
-        got = compiled(x)
+    got = compiled(x)
     torch.testing.assert_close(got, anyreduce.reduce_l2(x, (1,)))
 
 

@@ -11,12 +11,12 @@ generic kernel. Nothing else in the package branches on the backend.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import array_api_compat
 
 from .._lib import _dtypes
+from .._lib._memo import memo
 from . import _dask, _jax, _numpy, _strict, _torch
 from ._base import Accelerator, Profile, accelerators_enabled, generic, no_accelerators, run_kernel
 
@@ -51,7 +51,7 @@ PROFILES: tuple[Profile, ...] = (
 _OTHER = Profile(name="other", recognises=lambda xp: True)
 
 
-@functools.cache
+@memo()
 def profile_for(xp: Namespace) -> Profile:
     """The profile of the library behind namespace ``xp``."""
     for profile in PROFILES:
@@ -76,6 +76,12 @@ def namespace(op: str, data: object) -> Namespace:
     if known is not None:
         admit(op, data, known)
         return known
+    for profile in PROFILES:
+        xp = profile.namespace_of(data)
+        if xp is not None:
+            _NAMESPACES[type(data)] = xp
+            admit(op, data, xp)
+            return xp
     if not array_api_compat.is_array_api_obj(data):
         msg = (
             f"{op}: data must be an array (numpy, torch, jax, dask, array-api-strict, ...), "

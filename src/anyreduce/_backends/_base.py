@@ -59,6 +59,9 @@ class Profile:
         The library's name in the backend registry (``numpy``, ``torch``, ...).
     recognises : callable
         ``recognises(xp)``: whether namespace ``xp`` is this library's.
+    namespace_of : callable
+        ``namespace_of(data)``: the namespace of ``data`` if this library's arrays include
+        it, else None (a library that gives none is found through array-api-compat).
     shim : callable
         ``shim(xp)``: the namespace the kernels are given: ``xp`` itself, or ``xp`` with the
         library's workarounds (each names its upstream issue in the module that defines it).
@@ -81,6 +84,7 @@ class Profile:
 
     name: str
     recognises: Callable[[Namespace], bool]
+    namespace_of: Callable[[object], Namespace | None] = lambda data: None
     shim: Callable[[Namespace], Namespace] = _identity
     lift: Callable[[Array], Array] = _identity
     lower: Callable[[Namespace, Array, Any], Array] = _lower_as_is

@@ -12,6 +12,7 @@ __all__ = [
     "Shim",
     "blocked_sum",
     "isdtype_with_bfloat16",
+    "named",
     "numpy_carrier",
     "numpy_logical",
     "select_when_needed",
@@ -34,6 +35,18 @@ class Shim:
 
     def __repr__(self) -> str:
         return f"Shim({getattr(self._base, '__name__', self._base)!r})"
+
+
+def named(xp: Namespace, *names: str) -> bool:
+    """Whether namespace ``xp`` is one of the modules ``names``, or array-api-compat's
+    wrapper of one (array-api-compat's own tests are cached with ``functools.lru_cache``,
+    which ``torch.compile`` warns about when it traces them)."""
+    name = getattr(xp, "__name__", None)
+    return name in names or (
+        isinstance(name, str)
+        and name.startswith("array_api_compat.")
+        and name[len("array_api_compat.") :] in names
+    )
 
 
 def numpy_logical(dtype: Any) -> Any:

@@ -7,8 +7,9 @@ from typing import Any
 
 import array_api_compat
 
+from .._lib._memo import memo
 from ._base import Profile
-from ._common import Shim, isdtype_with_bfloat16, numpy_carrier, numpy_logical
+from ._common import Shim, isdtype_with_bfloat16, named, numpy_carrier, numpy_logical
 
 __all__ = ["PROFILE"]
 
@@ -18,7 +19,7 @@ Axes = tuple[int, ...]
 
 
 def recognises(xp: Namespace) -> bool:
-    return bool(array_api_compat.is_dask_namespace(xp))
+    return named(xp, "dask.array")
 
 
 def _chunk(block: Array) -> Array:
@@ -271,7 +272,7 @@ def _astype(xp: Namespace) -> Any:
     return astype
 
 
-@functools.cache
+@memo()
 def _shim(xp: Namespace) -> Namespace:
     return Shim(
         xp,

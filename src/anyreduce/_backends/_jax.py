@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
-import array_api_compat
-
+from .._lib._memo import memo
 from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
-from ._common import Shim
+from ._common import Shim, named
 
 __all__ = ["PROFILE"]
 
@@ -19,7 +17,7 @@ Axes = tuple[int, ...]
 
 
 def recognises(xp: Namespace) -> bool:
-    return bool(array_api_compat.is_jax_namespace(xp))
+    return named(xp, "jax.numpy", "jax.experimental.array_api")
 
 
 def _nan_propagating(reduce: Any, xp: Namespace) -> Any:
@@ -40,7 +38,7 @@ def _nan_propagating(reduce: Any, xp: Namespace) -> Any:
     return extreme
 
 
-@functools.cache
+@memo()
 def _abs_with_zero_subgradient() -> Any:
     # JAX differentiates abs as select(x >= 0, g, -g), so 1 at 0 (jax 0.10,
     # jax-ml/jax#37820): |x| gets the derivative sign(x), the subgradient 0 at 0 that
@@ -60,7 +58,7 @@ def _abs_with_zero_subgradient() -> Any:
     return magnitude
 
 
-@functools.cache
+@memo()
 def _shim(xp: Namespace) -> Namespace:
     return Shim(
         xp,
@@ -83,7 +81,7 @@ def _select_by_cond(xp: Namespace, suspect: Array, careful: Any, plain: Array) -
     return jax.lax.cond(xp.any(suspect), lambda: xp.where(suspect, careful(), plain), lambda: plain)
 
 
-@functools.lru_cache(maxsize=1024)
+@memo(limit=1024)
 def _compiled(op: str, axes: Axes, keepdims: bool) -> Any:
     import jax
     import jax.numpy as jnp

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import array_api_compat
 
+from .._lib._memo import memo
 from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
 from ._common import (
     Shim,
     blocked_sum,
     isdtype_with_bfloat16,
+    named,
     numpy_carrier,
     numpy_logical,
     select_when_needed,
@@ -28,10 +29,10 @@ _GUARDED = frozenset({"reduce_sum", "reduce_mean", "reduce_l2", "reduce_prod", "
 
 
 def recognises(xp: Namespace) -> bool:
-    return bool(array_api_compat.is_numpy_namespace(xp))
+    return named(xp, "numpy")
 
 
-@functools.cache
+@memo()
 def _shim(xp: Namespace) -> Namespace:
     # NumPy sums pairwise only along the contiguous trailing run of reduced axes and adds
     # the others term after term (numpy/numpy#9393): see blocked_sum.

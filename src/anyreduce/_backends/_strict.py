@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import array_api_compat
-
+from .._lib._memo import memo
 from ._base import Accelerator, Profile
-from ._common import Shim, blocked_sum
+from ._common import Shim, blocked_sum, named
 from ._numpy import _FLOATS, _GUARDED, guarded, numpy_quiet
 
 __all__ = ["PROFILE"]
@@ -17,10 +15,10 @@ Namespace = Any
 
 
 def recognises(xp: Namespace) -> bool:
-    return bool(array_api_compat.is_array_api_strict_namespace(xp))
+    return named(xp, "array_api_strict")
 
 
-@functools.cache
+@memo()
 def _shim(xp: Namespace) -> Namespace:
     # It sums with NumPy's loops, so NumPy's order (numpy/numpy#9393): see blocked_sum.
     return Shim(xp, sum=blocked_sum(xp))

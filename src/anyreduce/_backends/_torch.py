@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import functools
+import sys
 from typing import Any
 
 import array_api_compat
 
+from .._lib._memo import memo
 from ._base import Accelerator, Profile
-from ._common import Shim
+from ._common import Shim, named
 from ._numpy import _FLOATS, _GUARDED, guarded
 
 __all__ = ["PROFILE", "eager"]
@@ -36,10 +37,10 @@ _NUMERIC = frozenset(
 
 
 def recognises(xp: Namespace) -> bool:
-    return bool(array_api_compat.is_torch_namespace(xp))
+    return named(xp, "torch")
 
 
-@functools.cache
+@memo()
 def _carriers() -> dict[Any, Any]:
     # torch has no sum/prod/abs/max/min/compare kernels for uint16, uint32 and uint64
     # ("sum_cpu" not implemented for 'UInt32', torch 2.13; pytorch/pytorch#58734):
@@ -48,6 +49,18 @@ def _carriers() -> dict[Any, Any]:
     import torch
 
     return {torch.uint16: torch.int32, torch.uint32: torch.int64, torch.uint64: torch.int64}
+
+
+def namespace_of(data: object) -> Namespace | None:
+    """array-api-compat's torch namespace for a tensor, found without array-api-compat's
+    cached type tests (``torch.compile`` warns about each ``lru_cache`` it traces, and a
+    first call inside compilation looks the namespace up there)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(data, torch.Tensor):
+        return None
+    from array_api_compat import torch as xp
+
+    return xp
 
 
 def _lift(x: Array) -> Array:
@@ -132,7 +145,7 @@ def _prod(xp: Namespace) -> Any:
     return prod
 
 
-@functools.cache
+@memo()
 def _shim(xp: Namespace) -> Namespace:
     return Shim(xp, prod=_prod(xp))
 
@@ -140,6 +153,7 @@ def _shim(xp: Namespace) -> Namespace:
 PROFILE = Profile(
     name="torch",
     recognises=recognises,
+    namespace_of=namespace_of,
     shim=_shim,
     lift=_lift,
     refuses=_refuses,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +10,7 @@ import array_api_compat
 import numpy as np
 
 from ._errors import AxisError
+from ._memo import memo
 
 __all__ = [
     "AxesLike",
@@ -41,11 +41,19 @@ def check_flag(op: str, name: str, value: object) -> bool:
     raise ValueError(msg)
 
 
+def _is_array(value: object) -> bool:
+    # Arrays (and NumPy scalars) have ``ndim``; Python ints, lists and the symbolic ints of
+    # torch.compile(dynamic=True) do not. Asking a symbolic int for an array attribute is
+    # a graph break (torch 2.13), and array-api-compat's test is cached with lru_cache,
+    # which torch.compile warns about: both are asked of arrays only.
+    return hasattr(type(value), "ndim") and bool(array_api_compat.is_array_api_obj(value))
+
+
 def _axis_values(op: str, axes: object) -> list[int]:
     """Return ``axes`` as a list of Python ints, whatever form it came in."""
     if axes is None:
         return []
-    if array_api_compat.is_array_api_obj(axes):
+    if _is_array(axes):
         return _array_axis_values(op, axes)
     if isinstance(axes, Sequence) and not isinstance(axes, str | bytes):
         return [_one_axis(op, a) for a in axes]
@@ -71,10 +79,7 @@ def _one_axis(op: str, axis: object) -> int:
     if isinstance(axis, bool | np.bool_):
         msg = f"{op}: axes must be integers, got {axis!r}"
         raise TypeError(msg)
-    # Arrays (and NumPy scalars) have ``ndim``; Python ints and the symbolic ints of
-    # torch.compile(dynamic=True) do not, and asking a symbolic int for an array
-    # attribute is a graph break (torch 2.13).
-    if hasattr(type(axis), "ndim") and array_api_compat.is_array_api_obj(axis):
+    if _is_array(axis):
         array: Any = axis
         values = _array_axis_values(op, array)
         if len(values) == 1 and array.ndim == 0:
@@ -177,7 +182,7 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
 
 
 # Errors are raised, never cached; results are a few bytes per distinct call signature.
-_normalized = functools.lru_cache(maxsize=4096)(_normalize)
+_normalized = memo(limit=4096)(_normalize)
 
 
 def merged_runs(
