@@ -26,7 +26,7 @@ from typing import Any
 
 from .._lib import _dtypes
 from .._lib._axes import reduced_shape
-from .._lib._memo import memo
+from .._lib._memo import library_key, memo
 
 __all__ = ["KERNELS", "Context", "Kernel", "where_suspect", "whole"]
 
@@ -186,7 +186,7 @@ def _count(shape: tuple[int, ...], axes: Axes) -> Any:
     return math.prod([shape[a] for a in axes])
 
 
-@memo()  # pure in (namespace, dtype, dtype); finfo costs ~2 us a call
+@memo(key=library_key)  # finfo costs ~2 us a call
 def _may_overflow(xp: Namespace, dtype: Any, acc: Any) -> bool:
     """Whether a sum of ``dtype`` values accumulated in ``acc`` can overflow on the way."""
     return float(xp.finfo(acc).max) < float(xp.finfo(dtype).max) * _UP
@@ -261,7 +261,7 @@ def _root(xp: Namespace, total: Array) -> Array:
     return xp.where(zero, xp.zeros_like(total), xp.sqrt(xp.where(zero, xp.ones_like(total), total)))
 
 
-@memo()  # pure in (namespace, dtype, dtype)
+@memo(key=library_key)
 def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
     """Whether squares of ``dtype`` values, and sums of them, stay finite and normal in ``wide``."""
     narrow, broad = xp.finfo(dtype), xp.finfo(wide)

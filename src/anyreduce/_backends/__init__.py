@@ -16,7 +16,7 @@ from typing import Any
 import array_api_compat
 
 from .._lib import _dtypes
-from .._lib._memo import memo
+from .._lib._memo import library_key, memo
 from . import _dask, _jax, _numpy, _strict, _torch
 from ._base import Accelerator, Profile, accelerators_enabled, generic, no_accelerators, run_kernel
 
@@ -51,7 +51,7 @@ PROFILES: tuple[Profile, ...] = (
 _OTHER = Profile(name="other", recognises=lambda xp: True)
 
 
-@memo()
+@memo(key=library_key)
 def profile_for(xp: Namespace) -> Profile:
     """The profile of the library behind namespace ``xp``."""
     for profile in PROFILES:

@@ -28,6 +28,9 @@ class Shim:
 
     def __init__(self, base: Namespace, **overrides: Callable[..., Any]) -> None:
         self._base = base
+        # The module name the caches key a namespace by (anyreduce._lib._memo), found
+        # without a round through __getattr__.
+        self.__name__ = getattr(base, "__name__", None)
         self.__dict__.update(overrides)
 
     def __getattr__(self, name: str) -> Any:

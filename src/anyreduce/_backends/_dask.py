@@ -7,7 +7,7 @@ from typing import Any
 
 import array_api_compat
 
-from .._lib._memo import memo
+from .._lib._memo import library_key, memo
 from ._base import Profile
 from ._common import Shim, isdtype_with_bfloat16, named, numpy_carrier, numpy_logical
 
@@ -272,7 +272,7 @@ def _astype(xp: Namespace) -> Any:
     return astype
 
 
-@memo()
+@memo(key=library_key)
 def _shim(xp: Namespace) -> Namespace:
     return Shim(
         xp,

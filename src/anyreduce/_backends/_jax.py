@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._lib._memo import memo
+from .._lib._memo import library_key, memo
 from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
 from ._common import Shim, named
 
@@ -58,7 +58,7 @@ def _abs_with_zero_subgradient() -> Any:
     return magnitude
 
 
-@memo()
+@memo(key=library_key)
 def _shim(xp: Namespace) -> Namespace:
     return Shim(
         xp,

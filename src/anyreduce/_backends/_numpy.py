@@ -6,7 +6,7 @@ from typing import Any
 
 import array_api_compat
 
-from .._lib._memo import memo
+from .._lib._memo import library_key, memo
 from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
 from ._common import (
     Shim,
@@ -32,7 +32,7 @@ def recognises(xp: Namespace) -> bool:
     return named(xp, "numpy")
 
 
-@memo()
+@memo(key=library_key)
 def _shim(xp: Namespace) -> Namespace:
     # NumPy sums pairwise only along the contiguous trailing run of reduced axes and adds
     # the others term after term (numpy/numpy#9393): see blocked_sum.

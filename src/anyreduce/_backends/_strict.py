@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._lib._memo import memo
+from .._lib._memo import library_key, memo
 from ._base import Accelerator, Profile
 from ._common import Shim, blocked_sum, named
 from ._numpy import _FLOATS, _GUARDED, guarded, numpy_quiet
@@ -18,7 +18,7 @@ def recognises(xp: Namespace) -> bool:
     return named(xp, "array_api_strict")
 
 
-@memo()
+@memo(key=library_key)
 def _shim(xp: Namespace) -> Namespace:
     # It sums with NumPy's loops, so NumPy's order (numpy/numpy#9393): see blocked_sum.
     return Shim(xp, sum=blocked_sum(xp))

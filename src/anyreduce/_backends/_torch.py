@@ -7,7 +7,7 @@ from typing import Any
 
 import array_api_compat
 
-from .._lib._memo import memo
+from .._lib._memo import library_key, memo
 from ._base import Accelerator, Profile
 from ._common import Shim, named
 from ._numpy import _FLOATS, _GUARDED, guarded
@@ -145,7 +145,7 @@ def _prod(xp: Namespace) -> Any:
     return prod
 
 
-@memo()
+@memo(key=library_key)
 def _shim(xp: Namespace) -> Namespace:
     return Shim(xp, prod=_prod(xp))
 
