@@ -9,8 +9,10 @@ from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 
 __all__ = [
+    "MERGES",
     "Shim",
     "blocked_sum",
+    "every_axis_in_slabs",
     "isdtype_with_bfloat16",
     "named",
     "numpy_carrier",
@@ -155,3 +157,38 @@ def blocked_sum(base: Namespace) -> Callable[..., Array]:
         )
 
     return sum_
+
+
+# Operators that compose with themselves (or, for positive terms, with a sum) exactly in
+# real arithmetic: the operator of the whole is the merge of the slabs' results.
+MERGES = {
+    "reduce_l1": "reduce_sum",
+    "reduce_sum_square": "reduce_sum",
+    "reduce_l2": "reduce_l2",
+    "reduce_log_sum_exp": "reduce_log_sum_exp",
+}
+
+
+def every_axis_in_slabs(
+    op: str, x: Array, axes: Axes, keepdims: bool, *, threaded: bool
+) -> Array | None:
+    """Operator ``op`` (a key of :data:`MERGES`) of eager ``x`` over every axis, as the
+    merge of its results on slabs of the flattened data (``_threads.flat_slabs``): an
+    element-wise step's temporaries are a slab's size, not the data's. Within the
+    accuracy bound, not bit for bit. None where the data are not split."""
+    import array_api_compat
+
+    from . import _threads, reduce
+
+    if len(axes) != x.ndim:
+        return None
+    xp = array_api_compat.array_namespace(x)
+
+    def slab(part: Array) -> Array:
+        return reduce(op, part, (0,), False, xp)
+
+    parts = _threads.flat_slabs(x, slab, threaded=threaded)
+    if parts is None:
+        return None
+    merged = reduce(MERGES[op], xp.stack(parts), (0,), False, xp)
+    return xp.reshape(merged, (1,) * x.ndim) if keepdims else merged

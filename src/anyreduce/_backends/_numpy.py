@@ -9,8 +9,10 @@ import array_api_compat
 from .._lib._memo import library_key, memo
 from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
 from ._common import (
+    MERGES,
     Shim,
     blocked_sum,
+    every_axis_in_slabs,
     isdtype_with_bfloat16,
     named,
     numpy_carrier,
@@ -142,38 +144,13 @@ def _threaded(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -
     return _threads.split(x, axes, keepdims, slab)
 
 
-# Operators that compose with themselves (or, for positive terms, with a sum) exactly in
-# real arithmetic: the operator of the whole is the merge of the slabs' results.
-_MERGES = {
-    "reduce_l1": "reduce_sum",
-    "reduce_sum_square": "reduce_sum",
-    "reduce_l2": "reduce_l2",
-    "reduce_log_sum_exp": "reduce_log_sum_exp",
-}
-
-
 def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
-    import numpy as np
-
-    from . import _threads, reduce
-
-    if len(axes) != x.ndim:
-        return None
-    xp = array_api_compat.array_namespace(x)
-
-    def slab(part: Array) -> Array:
-        return reduce(op, part, (0,), False, xp)
-
-    parts = _threads.flat_slabs(x, slab)
-    if parts is None:
-        return None
-    merged = reduce(_MERGES[op], np.stack(parts), (0,), False, xp)
-    return np.reshape(merged, (1,) * x.ndim) if keepdims else merged
+    return every_axis_in_slabs(op, x, axes, keepdims, threaded=True)
 
 
 _EVERY_AXIS = Accelerator(
     name="every-axis-in-slabs",
-    ops=frozenset(_MERGES),
+    ops=frozenset(MERGES),
     dtypes=frozenset({"float16", "bfloat16", "float32", "float64"}),
     covers=(
         "C-ordered ndarrays of at least 2**21 elements reduced over every axis: slabs of "

@@ -245,9 +245,12 @@ def _c_ordered(x: Array) -> bool:
     return bool(x.is_contiguous())  # torch
 
 
-def flat_slabs(x: Array, reduce: Callable[[Array], Array]) -> list[Array] | None:
-    """``reduce`` of each slab of the flattened C-ordered NumPy ``x`` (about
-    ``SLAB_ELEMENTS`` elements each, whatever the number of threads), on pool threads.
+def flat_slabs(
+    x: Array, reduce: Callable[[Array], Array], *, threaded: bool = True
+) -> list[Array] | None:
+    """``reduce`` of each slab of the flattened C-ordered ``x`` (about ``SLAB_ELEMENTS``
+    elements each, whatever the number of threads), on pool threads; ``threaded=False``
+    takes them in turn on the calling thread (a library that threads its own kernels).
 
     None where ``x`` is smaller than two slabs, not C-ordered, or this is a pool thread.
     """
@@ -267,7 +270,7 @@ def flat_slabs(x: Array, reduce: Callable[[Array], Array]) -> list[Array] | None
         finally:
             _worker.active = before
 
-    threads = get_num_threads()
+    threads = get_num_threads() if threaded else 1
     if threads < 2:
         return [one(bound) for bound in bounds]
     return list(_executor(threads).map(one, bounds))
