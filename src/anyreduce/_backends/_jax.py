@@ -25,15 +25,25 @@ def _nan_propagating(reduce: Any, xp: Namespace) -> Any:
 
     XLA's CPU code vectorises max and min with instructions that return the other operand
     when one is NaN: ``jnp.max`` of float32 (300, 70) holding one NaN is finite (jax 0.10;
-    openxla/xla#21461).
+    openxla/xla#21461). A NaN makes its slice's sum NaN, and XLA sums at the speed of
+    memory, while ``any(isnan(x))`` is not vectorised (float32 (4096, 8192): 23 ms against
+    5 ms for the sum): the slices are searched for NaN only when some sum is NaN (a NaN,
+    or +inf with -inf, or partial sums overflowing both ways).
     """
 
     def extreme(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
+        import jax
+
         result = reduce(x, axis=axis, keepdims=keepdims)
         if not xp.isdtype(x.dtype, "real floating"):
             return result
-        found = xp.any(xp.isnan(x), axis=axis, keepdims=keepdims)
-        return xp.where(found, xp.full_like(result, math.nan), result)
+
+        def searched() -> Array:
+            found = xp.any(xp.isnan(x), axis=axis, keepdims=keepdims)
+            return xp.where(found, xp.full_like(result, math.nan), result)
+
+        maybe = xp.any(xp.isnan(xp.sum(x, axis=axis, keepdims=keepdims)))
+        return jax.lax.cond(maybe, searched, lambda: result)
 
     return extreme
 
