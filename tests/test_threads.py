@@ -95,7 +95,8 @@ def test_values_do_not_depend_on_the_data_size(restore_threads: None, dtype: str
 
 
 def test_large_data_are_split(restore_threads: None) -> None:
-    """The data above are split: the check above compares threaded results."""
+    """The data above are split: the check above compares threaded results (L1, which
+    makes a temporary, in slabs of about SLAB_ELEMENTS whatever the layout)."""
     calls: list[int] = []
     original = _threads._executor
 
@@ -107,7 +108,7 @@ def test_large_data_are_split(restore_threads: None) -> None:
     _threads._executor = counting  # type: ignore[assignment]
     try:
         for shape, axes, order in _LARGE:
-            anyreduce.reduce_sum(_data(shape, "float32", 0, order), axes)
+            anyreduce.reduce_l1(_data(shape, "float32", 0, order), axes)
     finally:
         _threads._executor = original  # type: ignore[assignment]
     # All but those whose only kept axis, of length 3, makes no two slabs of two.
@@ -116,6 +117,40 @@ def test_large_data_are_split(restore_threads: None) -> None:
     ]
     assert len(unsplit) == 2
     assert calls == [3] * (len(_LARGE) - len(unsplit))
+
+
+def test_operators_without_temporaries_split_a_following_axis_in_wide_runs(
+    restore_threads: None,
+) -> None:
+    """A sum over the first axis runs over columns in runs of at least WIDE_RUN: NumPy's
+    loop over short runs costs more than the threads give."""
+    widths: list[int] = []
+    anyreduce.set_num_threads(2)
+    x = _data((1024, 4 * _threads.WIDE_RUN), "float32", 0)
+    original = _threads._executor
+
+    def recording(workers: int) -> Any:
+        pool = original(workers)
+
+        class Recording:
+            def map(self, fn: Any, bounds: Any) -> Any:
+                bounds = list(bounds)
+                widths.extend(stop - start for start, stop in bounds)
+                return pool.map(fn, bounds)
+
+        return Recording()
+
+    _threads._executor = recording  # type: ignore[assignment]
+    try:
+        got = anyreduce.reduce_sum(x, 0)
+        anyreduce.reduce_l1(x, 0)
+    finally:
+        _threads._executor = original  # type: ignore[assignment]
+    sum_widths, l1_widths = widths[:4], widths[4:]
+    assert sum_widths == [_threads.WIDE_RUN] * 4
+    assert l1_widths and max(l1_widths) < _threads.WIDE_RUN
+    anyreduce.set_num_threads(1)
+    assert _same_bits(got, anyreduce.reduce_sum(x, 0))
 
 
 def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) -> None:

@@ -141,7 +141,13 @@ def _threaded(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -
 
         return reduce(op, part, axes, keepdims, array_api_compat.array_namespace(part))
 
-    return _threads.split(x, axes, keepdims, slab)
+    return _threads.split(x, axes, keepdims, slab, wide=op in _NO_TEMPORARY)
+
+
+# Operators whose kernels make no temporary of the data's size.
+_NO_TEMPORARY = frozenset(
+    {"reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_log_sum"}
+)
 
 
 def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
