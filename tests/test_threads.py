@@ -148,7 +148,8 @@ def test_operators_without_temporaries_split_a_following_axis_in_wide_runs(
         _threads._executor = original  # type: ignore[assignment]
     sum_widths, l1_widths = widths[:4], widths[4:]
     assert sum_widths == [_threads.WIDE_RUN] * 4
-    assert l1_widths and max(l1_widths) < _threads.WIDE_RUN
+    assert l1_widths
+    assert max(l1_widths) < _threads.WIDE_RUN
     anyreduce.set_num_threads(1)
     assert _same_bits(got, anyreduce.reduce_sum(x, 0))
 
