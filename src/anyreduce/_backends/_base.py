@@ -71,6 +71,10 @@ class Profile:
     quiet : callable
         A context in which the library's IEEE warnings are silenced (the contract asks for
         the values they warn about: log(0) = -inf, inf - inf = NaN).
+    select : callable
+        How the generic kernels pick the careful form for suspect slices on this library
+        (``anyreduce._agnostic.where_suspect``: both forms computed, no host read; a
+        compiler's conditional where one exists).
     parts : callable
         How statistics of data that come in parts are taken and merged (Dask's chunks);
         ``anyreduce._agnostic.whole`` for data in one piece.
@@ -92,6 +96,7 @@ class Profile:
     refuses: Callable[[Array], str | None] = _admits_all
     quiet: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
     parts: Parts = whole
+    select: Select = where_suspect
     eager: Callable[[Array], bool] = lambda x: False
     accelerators: tuple[Accelerator, ...] = ()
 
@@ -190,8 +195,8 @@ def run_kernel(
 def generic(
     profile: Profile, xp: Namespace, op: str, x: Array, axes: Axes, keepdims: bool
 ) -> Array:
-    """:func:`run_kernel` with the generic select: what runs under tracers and compilers."""
-    return run_kernel(profile, xp, op, x, axes, keepdims)
+    """:func:`run_kernel` with the library's select: what runs under tracers and compilers."""
+    return run_kernel(profile, xp, op, x, axes, keepdims, profile.select)
 
 
 def dtype_name(xp: Namespace, dtype: Any) -> str | None:
