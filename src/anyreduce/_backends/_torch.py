@@ -207,7 +207,7 @@ def _select(xp: Namespace, suspect: Array, careful: Any, plain: Array) -> Array:
     return torch.cond(
         torch.any(suspect),
         lambda: xp.where(suspect, careful(), plain),
-        lambda: plain.clone(),
+        plain.clone,
     )
 
 
