@@ -204,11 +204,14 @@ def _select(xp: Namespace, suspect: Array, careful: Any, plain: Array) -> Array:
 
     if not torch.compiler.is_compiling():
         return xp.where(suspect, careful(), plain)
-    return torch.cond(
-        torch.any(suspect),
-        lambda: xp.where(suspect, careful(), plain),
-        plain.clone,
-    )
+
+    def chosen() -> Array:
+        return xp.where(suspect, careful(), plain)
+
+    def as_is() -> Array:  # torch.cond's branches may not return their inputs
+        return plain.clone()
+
+    return torch.cond(torch.any(suspect), chosen, as_is)
 
 
 def _prod(xp: Namespace) -> Any:
