@@ -14,6 +14,7 @@ __all__ = [
     "blocked_sum",
     "every_axis_in_slabs",
     "isdtype_with_bfloat16",
+    "log_sum_exp_in_place",
     "named",
     "numpy_carrier",
     "numpy_logical",
@@ -192,3 +193,30 @@ def every_axis_in_slabs(
         return None
     merged = reduce(MERGES[op], xp.stack(parts), (0,), False, xp)
     return xp.reshape(merged, (1,) * x.ndim) if keepdims else merged
+
+
+def log_sum_exp_in_place(x: Array, axes: Axes, keepdims: bool, profile: Any) -> Array | None:
+    """The generic LogSumExp of eager float32 or float64 ``x`` (a library whose ``exp``
+    takes ``out=``), with exp(x - shift) written over x - shift: one temporary of the
+    data's size instead of two, and the same values bit for bit (the same calls of the
+    library's shim in the same order, see ``anyreduce._agnostic._kernels._shifted_exps``).
+    None for other dtypes and for no axes."""
+    import array_api_compat
+
+    from .._agnostic._kernels import _keep, _log
+
+    xp = array_api_compat.array_namespace(x)
+    if not axes or _dtypes.dtype_name(xp, x.dtype) not in ("float32", "float64"):
+        return None
+    dtype = x.dtype
+    with profile.quiet():
+        y = profile.lift(x)
+        sx = profile.shim(xp)
+        m = sx.max(y, axis=axes, keepdims=True)
+        shift = sx.where(sx.isfinite(m), m, sx.zeros_like(m))
+        terms = y - shift
+        sx.exp(terms, out=terms)
+        total = sx.sum(terms, axis=axes, keepdims=True, dtype=y.dtype)
+        del terms
+        result = _keep(sx, _log(sx, total) + shift, tuple(x.shape), axes, keepdims)
+        return profile.lower(xp, result, dtype)

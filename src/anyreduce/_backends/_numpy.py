@@ -14,6 +14,7 @@ from ._common import (
     blocked_sum,
     every_axis_in_slabs,
     isdtype_with_bfloat16,
+    log_sum_exp_in_place,
     named,
     numpy_carrier,
     numpy_logical,
@@ -150,6 +151,27 @@ _NO_TEMPORARY = frozenset(
 )
 
 
+def _log_sum_exp(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    return log_sum_exp_in_place(x, axes, keepdims, profile)
+
+
+_LOG_SUM_EXP_IN_PLACE = Accelerator(
+    name="log-sum-exp-in-place",
+    ops=frozenset({"reduce_log_sum_exp"}),
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "any layout; the generic kernel's steps with exp in place, also for each slab of "
+        "the threads and every-axis accelerators"
+    ),
+    earned=(
+        "float32 (4096, 8192) on two threads: 6.0-7.0x -> 3.7-5.5x the sum, peak extra "
+        "memory 12.5% -> 6.3% of the input (two 4 MB temporaries a slab -> one)"
+    ),
+    exact=True,
+    run=_log_sum_exp,
+)
+
+
 def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
     return every_axis_in_slabs(op, x, axes, keepdims, threaded=True)
 
@@ -199,5 +221,5 @@ PROFILE = Profile(
     refuses=refuses,
     quiet=numpy_quiet,
     eager=_eager,
-    accelerators=(_THREADS, _EVERY_AXIS, *ACCELERATORS),
+    accelerators=(_THREADS, _EVERY_AXIS, _LOG_SUM_EXP_IN_PLACE, *ACCELERATORS),
 )

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
 import array_api_compat
 
-from .._lib._axes import reduced_shape
 from .._lib._memo import library_key, memo
 from ._base import Accelerator, Profile
-from ._common import Shim, every_axis_in_slabs, named
+from ._common import Shim, every_axis_in_slabs, log_sum_exp_in_place, named
 from ._numpy import _FLOATS, _GUARDED, guarded
 
 __all__ = ["PROFILE", "eager"]
@@ -159,22 +157,7 @@ _EVERY_AXIS = Accelerator(
 def _log_sum_exp_in_place(
     op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
 ) -> Array | None:
-    """The generic LogSumExp of float32 or float64 data (computed in their own dtype) with
-    exp(x - shift) written over x - shift: one temporary of the data's size, not two."""
-    import torch
-
-    if not axes or x.dtype not in (torch.float32, torch.float64) or x.requires_grad:
-        return None
-    m = torch.amax(x, dim=axes, keepdim=True)
-    shift = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    terms = x - shift
-    torch.exp(terms, out=terms)
-    total = torch.sum(terms, dim=axes, keepdim=True, dtype=x.dtype)
-    del terms
-    zero = total == 0
-    logs = torch.log(torch.where(zero, torch.ones_like(total), total))
-    result = torch.where(zero, torch.full_like(total, -math.inf), logs) + shift
-    return result if keepdims else result.reshape(reduced_shape(tuple(x.shape), axes, False))
+    return None if x.requires_grad else log_sum_exp_in_place(x, axes, keepdims, profile)
 
 
 _LOG_SUM_EXP_IN_PLACE = Accelerator(
