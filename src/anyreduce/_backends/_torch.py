@@ -7,9 +7,16 @@ from typing import Any
 
 import array_api_compat
 
+from .._agnostic import KERNELS, Context
 from .._lib._memo import library_key, memo
 from ._base import Accelerator, Profile
-from ._common import Shim, every_axis_in_slabs, log_sum_exp_in_place, named
+from ._common import (
+    Shim,
+    every_axis_in_slabs,
+    log_sum_exp_in_place,
+    named,
+    select_when_needed,
+)
 from ._numpy import _FLOATS, _GUARDED, guarded
 
 __all__ = ["PROFILE", "eager"]
@@ -131,6 +138,45 @@ _SLABS = Accelerator(
 )
 
 
+def _halves_in_slabs(
+    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
+) -> Array | None:
+    """The generic kernel of float16 or bfloat16 ``x``, slab by slab, each slab widened to
+    float32 (exactly) before the kernel accumulates it in float64 as the policy says."""
+    import torch
+
+    from . import _threads
+
+    xp = array_api_compat.array_namespace(x)
+    context = Context(profile.shim(xp), x.dtype, select_when_needed, profile.parts)
+
+    def slab(part: Array) -> Array:
+        result = KERNELS[op](part.to(torch.float32), axes, keepdims, context)
+        return profile.lower(xp, result, x.dtype)
+
+    return _threads.split(x, axes, keepdims, slab, concat=torch.cat, threaded=False)
+
+
+_HALVES_IN_SLABS = Accelerator(
+    name="halves-in-slabs",
+    # The operators whose float64 accumulation is a sum or a product with dtype=; those that
+    # widen the data first (L1, L2, SumSquare, LogSumExp) gained nothing (L2 167 -> 219 ms).
+    ops=frozenset({"reduce_sum", "reduce_mean", "reduce_log_sum", "reduce_prod"}),
+    dtypes=frozenset({"float16", "bfloat16"}),
+    covers=(
+        "tensors of at least 2**21 elements with a kept axis long enough for two slabs of "
+        "about 2**20 elements; each slab widened to float32, then accumulated in float64"
+    ),
+    earned=(
+        "float16 (4096, 8192): Sum and Mean over the last axis 85 -> 7.5 ms, over the "
+        "first 91 -> 18 ms, Prod 1146 -> 591 ms (torch.sum(dtype=torch.float64) of the "
+        "whole is slow in torch 2.13; of float32 slabs it is not)"
+    ),
+    exact=False,
+    run=_halves_in_slabs,
+)
+
+
 def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
     return every_axis_in_slabs(op, x, axes, keepdims, threaded=False)
 
@@ -229,6 +275,7 @@ PROFILE = Profile(
     select=_select,
     eager=eager,
     accelerators=(
+        _HALVES_IN_SLABS,
         _SLABS,
         _EVERY_AXIS,
         _LOG_SUM_EXP_IN_PLACE,
