@@ -170,13 +170,19 @@ MERGES = {
 }
 
 
+# Integer L1 and SumSquare wrap modulo 2**bits: the wrapped sum of wrapped partials is the
+# wrapped total, bit for bit.
+_MERGE_INTEGERS = frozenset({"reduce_l1", "reduce_sum_square"})
+
+
 def every_axis_in_slabs(
     op: str, x: Array, axes: Axes, keepdims: bool, *, threaded: bool
 ) -> Array | None:
     """Operator ``op`` (a key of :data:`MERGES`) of eager ``x`` over every axis, as the
     merge of its results on slabs of the flattened data (``_threads.flat_slabs``): an
     element-wise step's temporaries are a slab's size, not the data's. Within the
-    accuracy bound, not bit for bit. None where the data are not split."""
+    accuracy bound, not bit for bit (integer L1 and SumSquare: bit for bit). None where the
+    data are not split, and for integer L2 and LogSumExp."""
     import array_api_compat
 
     from . import _threads, reduce
@@ -184,6 +190,8 @@ def every_axis_in_slabs(
     if len(axes) != x.ndim:
         return None
     xp = array_api_compat.array_namespace(x)
+    if op not in _MERGE_INTEGERS and _dtypes.is_integer(xp, x.dtype):
+        return None  # an L2 or LogSumExp of integers is truncated: its slabs' do not merge
 
     def slab(part: Array) -> Array:
         return reduce(op, part, (0,), False, xp)

@@ -184,16 +184,17 @@ def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile)
 _EVERY_AXIS = Accelerator(
     name="every-axis-in-slabs",
     ops=_SLABBED,
-    dtypes=_FLOATS,
+    dtypes=_NUMERIC - {"bool"},
     covers=(
         "contiguous tensors of at least 2**21 elements reduced over every axis: slabs of "
         "2**20 elements of the flattened data, taken in turn (PyTorch threads each slab's "
         "kernels), merged by the operator that composes (a sum of L1 or SumSquare "
-        "partials, an L2 of L2s)"
+        "partials, an L2 of L2s; integers: L1 and SumSquare only)"
     ),
     earned=(
         "float32 (4096, 8192), every axis: L1 13.4 -> 11.9 ms, SumSquare 12.7 -> 11.4, "
-        "L2 190 -> 12.4 ms, and the temporary the data's size -> a slab's (idle, same run)"
+        "L2 190 -> 12.4 ms, and the temporary the data's size -> a slab's (idle, same run); "
+        "int8 and int32 L1 and SumSquare: 100% extra memory"
     ),
     exact=False,
     run=_every_axis,
