@@ -85,7 +85,9 @@ def _eager(x: Array) -> bool:
 
 
 def _select_by_cond(xp: Namespace, suspect: Array, careful: Any, plain: Array) -> Array:
-    """The generic select, the careful form computed only when some slice needs it."""
+    """The generic select, the careful form computed only when some slice needs it: under
+    ``jax.jit`` a conditional, under ``jax.vmap`` (a batched predicate) both forms and a
+    select, as ``xp.where`` would."""
     import jax
 
     return jax.lax.cond(xp.any(suspect), lambda: xp.where(suspect, careful(), plain), lambda: plain)
@@ -110,6 +112,7 @@ PROFILE = Profile(
     name="jax",
     recognises=recognises,
     shim=_shim,
+    select=_select_by_cond,
     eager=_eager,
     accelerators=(
         Accelerator(
