@@ -53,10 +53,26 @@ def _quiet_stderr() -> Iterator[None]:
 def _torch_peak(fn: Callable[[], Any]) -> int:
     # torch's CPU allocator keeps no statistics; its profiler records every allocation (as
     # the self memory of the op that made it) and every free (as a "[memory]" event).
+    # Accelerators that reduce a tensor's memory with NumPy allocate through NumPy, which
+    # reports to tracemalloc: the two peaks are added, an upper bound of the whole.
+    import tracemalloc
+
     from torch.profiler import ProfilerActivity, profile
 
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        result = fn()
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True):
+        pass  # a profiler's first start allocates tens of MB of Python objects
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base, _ = tracemalloc.get_traced_memory()
+        with (
+            _quiet_stderr(),
+            profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+        ):
+            result = fn()
+        _, numpy_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     changes = sorted(
         (e.time_range.start, e.self_cpu_memory_usage)
         for e in prof.events()
@@ -66,7 +82,7 @@ def _torch_peak(fn: Callable[[], Any]) -> int:
     for _, change in changes:
         current += change
         peak = max(peak, current)
-    return max(0, peak - _nbytes(result))
+    return max(0, peak + max(0, numpy_peak - base) - _nbytes(result))
 
 
 def peak_extra_bytes(backend: str, fn: Callable[[], Any]) -> int | None:
