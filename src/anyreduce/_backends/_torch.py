@@ -12,7 +12,6 @@ from ._base import ALL_OPS, Accelerator, Profile
 from ._common import (
     Shim,
     every_axis_in_slabs,
-    log_sum_exp_in_place,
     named,
 )
 from ._numpy import _FLOATS, _GUARDED, guarded
@@ -146,9 +145,11 @@ def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     import numpy as np
     import torch
 
-    from . import reduce
+    from . import _threads, reduce
 
-    if x.requires_grad or x.is_conj() or x.is_neg():
+    # Large tensors only, where NumPy's slabs pay; smaller ones keep PyTorch's own order of
+    # additions, so that eager results equal compiled ones bit for bit.
+    if x.requires_grad or x.numel() < 2 * _threads.SLAB_ELEMENTS:
         return None
     data = x.numpy()
     result = reduce(op, data, axes, keepdims, array_api_compat.array_namespace(data))
@@ -159,7 +160,10 @@ _FLOAT16_THROUGH_NUMPY = Accelerator(
     name="float16-through-numpy",
     ops=ALL_OPS - {"reduce_max", "reduce_min"},
     dtypes=frozenset({"float16"}),
-    covers="CPU tensors that do not require grad; the NumPy profile on the same memory",
+    covers=(
+        "CPU tensors of at least 2**21 elements that do not require grad; the NumPy "
+        "profile on the same memory"
+    ),
     earned=(
         "float16 (4096, 8192) over the last axis, idle: Sum 106 -> 21 ms, L2 190 -> 37, "
         "LogSumExp 299 -> 62; every core busy: Sum 182 -> 47, LogSumExp 565 -> 140 "
@@ -175,8 +179,8 @@ _TEMPORARIES_THROUGH_NUMPY = Accelerator(
     ops=frozenset({"reduce_l1", "reduce_l2", "reduce_sum_square", "reduce_log_sum_exp"}),
     dtypes=frozenset({"float32", "float64"}),
     covers=(
-        "CPU tensors that do not require grad; the NumPy profile (threads, slabs, "
-        "LogSumExp in place) on the same memory"
+        "CPU tensors of at least 2**21 elements that do not require grad; the NumPy "
+        "profile (threads, slabs, LogSumExp in place) on the same memory"
     ),
     earned=(
         "float32 (4096, 8192), every core busy (same run): L1 over the last axis 110 -> "
@@ -210,27 +214,6 @@ _EVERY_AXIS = Accelerator(
     ),
     exact=False,
     run=_every_axis,
-)
-
-
-def _log_sum_exp_in_place(
-    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
-) -> Array | None:
-    return None if x.requires_grad else log_sum_exp_in_place(x, axes, keepdims, profile)
-
-
-_LOG_SUM_EXP_IN_PLACE = Accelerator(
-    name="log-sum-exp-in-place",
-    ops=frozenset({"reduce_log_sum_exp"}),
-    dtypes=frozenset({"float32", "float64"}),
-    covers="tensors that do not require grad; the generic kernel's steps, exp in place",
-    earned=(
-        "float32 (4096, 8192) over the last axis: 104 -> 65 ms (torch.logsumexp 64 ms), "
-        "extra memory 200% -> 100% of the input; one kernel a step, as torch.logsumexp, so "
-        "it keeps its place beside other work (slabs took 2-3x torch.logsumexp there)"
-    ),
-    exact=True,
-    run=_log_sum_exp_in_place,
 )
 
 
@@ -292,7 +275,6 @@ PROFILE = Profile(
         _TEMPORARIES_THROUGH_NUMPY,
         _SLABS,
         _EVERY_AXIS,
-        _LOG_SUM_EXP_IN_PLACE,
         Accelerator(
             name="careful-when-needed",
             ops=_GUARDED,
