@@ -172,7 +172,7 @@ def compute_float(xp: Namespace, dtype: DType) -> DType:
     return widest_float(xp)
 
 
-@memo(key=lambda op, xp, dtype, accepts_bool: (op, library_key(xp, dtype, accepts_bool)))
+@memo(key=lambda op, xp, dtype, accepts_bool: library_key(xp, op, dtype, accepts_bool))
 def check_dtype(op: str, xp: Namespace, dtype: DType, accepts_bool: bool) -> None:
     """Raise TypeError unless ``op`` takes ``dtype``: a real numeric dtype of 8 to 64 bits
     (floats of 16 to 64), bool if ``accepts_bool``."""

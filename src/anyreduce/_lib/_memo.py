@@ -21,23 +21,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 _MISSING = object()
 
 
-def library_key(xp: Any, *rest: Any) -> Hashable:
-    """The key of a function of ``(xp, ...)``: the namespace's module name (a namespace
-    wrapped with workarounds answers with the name of the one it wraps)."""
-    return (getattr(xp, "__name__", None) or id(xp), *rest)
+def library_key(xp: Any, *rest: Any) -> tuple[Hashable, Hashable]:
+    """The key of a function of ``(xp, ...)``: a table per library, named by the
+    namespace's module (a namespace wrapped with workarounds answers with the name of the
+    one it wraps), holding the other arguments. A compiler tracing one library's lookups
+    then meets only that library's keys: Dynamo cannot trace a dictionary holding, say,
+    ml_dtypes' float8 NumPy dtypes, which PyTorch calls never see."""
+    return getattr(xp, "__name__", None) or id(xp), rest
 
 
 def memo(
-    *, limit: int | None = None, key: Callable[..., Hashable] | None = None
+    *, limit: int | None = None, key: Callable[..., tuple[Hashable, Hashable]] | None = None
 ) -> Callable[[F], F]:
-    """Remember ``fn``'s result per ``key(*args)`` (the positional arguments themselves
-    when ``key`` is None); errors are not remembered. With ``limit``, everything is
-    forgotten when that many are held."""
+    """Remember ``fn``'s result per positional arguments; with ``key``, per
+    ``key(*args)``, a pair (table, key within it). Errors are not remembered. With
+    ``limit``, a table is emptied when that many are held."""
 
     def decorate(fn: F) -> F:
-        table: dict[Hashable, Any] = {}
+        tables: dict[Hashable, dict[Hashable, Any]] = {}
 
-        def store(k: Hashable, args: tuple[Any, ...]) -> Any:
+        def store(table: dict[Hashable, Any], k: Hashable, args: tuple[Any, ...]) -> Any:
             value = fn(*args)
             if limit is not None and len(table) >= limit:
                 table.clear()
@@ -45,19 +48,23 @@ def memo(
             return value
 
         if key is None:
+            table: dict[Hashable, Any] = {}
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
                 value = table.get(args, _MISSING)
-                return store(args, args) if value is _MISSING else value
+                return store(table, args, args) if value is _MISSING else value
 
         else:
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
-                k = key(*args)
+                part, k = key(*args)
+                table = tables.get(part)
+                if table is None:
+                    table = tables[part] = {}
                 value = table.get(k, _MISSING)
-                return store(k, args) if value is _MISSING else value
+                return store(table, k, args) if value is _MISSING else value
 
         return remembered  # type: ignore[return-value]
 
