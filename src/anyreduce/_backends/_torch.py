@@ -176,7 +176,7 @@ _FLOAT16_THROUGH_NUMPY = Accelerator(
 _TEMPORARIES_THROUGH_NUMPY = Accelerator(
     name="temporaries-through-numpy",
     # The operators whose element-wise step makes a temporary of the data's size.
-    ops=frozenset({"reduce_l1", "reduce_l2", "reduce_sum_square", "reduce_log_sum_exp"}),
+    ops=_SLABBED | {"reduce_log_sum_exp"},
     dtypes=frozenset({"float32", "float64"}),
     covers=(
         "CPU tensors of at least 2**21 elements that do not require grad; the NumPy "

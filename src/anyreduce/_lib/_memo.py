@@ -3,9 +3,11 @@
 ``functools.cache`` would do, except that ``torch.compile`` warns once for every
 ``lru_cache``-wrapped function it traces (it ignores the cache and traces the function).
 A plain dictionary it traces as a dictionary, provided it can compare the keys: strings,
-numbers, tuples and dtypes, not modules. So a function of an array namespace is keyed
-by its library's name (:func:`library_key`); the name also keeps dtypes of different
-libraries from being compared (array-api-strict warns when its dtypes meet NumPy's).
+numbers, tuples and dtypes, not modules, and not every library's dtypes. So a function
+of an array namespace keeps a table per library, named by the namespace's module
+(:func:`library_key`): a compiler tracing one library's lookups meets only that library's
+keys, and dtypes of different libraries are never compared (array-api-strict warns when
+its dtypes meet NumPy's).
 """
 
 from __future__ import annotations
