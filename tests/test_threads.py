@@ -127,25 +127,18 @@ def test_operators_without_temporaries_split_a_following_axis_in_wide_runs(
     widths: list[int] = []
     anyreduce.set_num_threads(2)
     x = _data((1024, 4 * _threads.WIDE_RUN), "float32", 0)
-    original = _threads._executor
+    original = _threads._in_jobs
 
-    def recording(workers: int) -> Any:
-        pool = original(workers)
+    def recording(one: Any, bounds: Any, per_job: int, threaded: bool) -> Any:
+        widths.extend(stop - start for start, stop in bounds)
+        return original(one, bounds, per_job, threaded)
 
-        class Recording:
-            def map(self, fn: Any, bounds: Any) -> Any:
-                bounds = list(bounds)
-                widths.extend(stop - start for start, stop in bounds)
-                return pool.map(fn, bounds)
-
-        return Recording()
-
-    _threads._executor = recording  # type: ignore[assignment]
+    _threads._in_jobs = recording  # type: ignore[assignment]
     try:
         got = anyreduce.reduce_sum(x, 0)
         anyreduce.reduce_l1(x, 0)
     finally:
-        _threads._executor = original  # type: ignore[assignment]
+        _threads._in_jobs = original  # type: ignore[assignment]
     sum_widths, l1_widths = widths[:4], widths[4:]
     assert sum_widths == [_threads.WIDE_RUN] * 4
     assert l1_widths
@@ -274,3 +267,30 @@ def test_a_bad_thread_setting_is_reported_once(value: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "int8", "int32"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_widened_data_stay_within_a_tenth_of_the_input(
+    restore_threads: None, dtype: str, axes: int | None
+) -> None:
+    """Operators that widen their data (float16 in float64; integer L2 and LogSumExp in
+    float64) hold at most a tenth of the input's bytes at once on two threads, as float32
+    data do: the widened temporaries are a slab's size. The benchmark's shape and data
+    (ReduceProd of floats near one: products of normal data leave the range, and the
+    careful form is taken over the whole)."""
+    from anyreduce._bench._memory import peak_extra_bytes
+
+    anyreduce.set_num_threads(2)
+    normal = np.clip(_data((4096, 8192), "float32", 5), -100, 100)
+    x = normal.astype(dtype)
+    near_one = (1 + normal / 3000).astype(dtype) if dtype == "float16" else x
+    over = {}
+    for op in OPS:
+        f, data = getattr(anyreduce, op), near_one if op == "reduce_prod" else x
+        extra = peak_extra_bytes("numpy", lambda f=f, data=data: f(data, axes))
+        assert extra is not None
+        if extra > 0.1 * x.nbytes:
+            over[op] = round(extra / x.nbytes, 3)
+    assert not over, over

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["get_num_threads", "set_num_threads", "split"]
+__all__ = ["flat_pieces", "flat_slabs", "get_num_threads", "set_num_threads", "split"]
 
 Array = Any
 Axes = tuple[int, ...]
@@ -191,18 +191,20 @@ def split(
     *,
     concat: Callable[..., Array] | None = None,
     threaded: bool = True,
-    wide: bool = False,
+    elements: int = SLAB_ELEMENTS,
+    run: int = 1,
 ) -> Array | None:
     """``reduce`` of NumPy ``x`` computed slab by slab along a kept axis, on pool threads.
 
     ``reduce(slab)`` reduces one slab over ``axes`` with ``keepdims``; ``concat(results,
     axis=...)`` joins the slabs' results (NumPy's by default); ``threaded=False`` takes the
     slabs in turn on the calling thread (a library that threads its own kernels). The slabs
-    hold about ``SLAB_ELEMENTS`` elements each whatever the number of threads (one thread
-    takes them in turn), so an operator's temporaries are a slab's size, not the data's;
-    with ``wide`` (an operator without temporaries), a split axis that follows a reduced
-    axis is cut into runs of at least ``WIDE_RUN`` positions. None where
-    the data are not split: smaller than two slabs, no kept axis, or already on a pool
+    hold about ``elements`` elements each whatever the number of threads, so an operator's
+    temporaries are a slab's size, not the data's; a pool thread takes consecutive slabs
+    of about ``SLAB_ELEMENTS`` elements in all at a time (a hand-off costs 20-50 us). A
+    split axis that follows a reduced axis is cut into runs of at least ``run`` positions
+    (``WIDE_RUN`` for an operator without temporaries). None where the data are not
+    split: smaller than two slabs of ``SLAB_ELEMENTS``, no kept axis, or already on a pool
     thread.
     """
     if getattr(_worker, "active", False) or not axes or _size(x) < 2 * SLAB_ELEMENTS:
@@ -212,10 +214,11 @@ def split(
         return None
     axis, width = found
     length = x.shape[axis]
-    step = max(width, SLAB_ELEMENTS // (_size(x) // length))
-    if wide and axis > min(axes):
-        step = max(step, WIDE_RUN)
-    if 2 * step > length:
+    per_position = _size(x) // length
+    step = max(width, elements // per_position)
+    if axis > min(axes):
+        step = max(step, run)
+    if 2 * max(step, SLAB_ELEMENTS // per_position) > length:
         return None
     bounds = [(start, min(start + step, length)) for start in range(0, length, step)]
     if bounds[-1][1] - bounds[-1][0] < width:  # the last slab too keeps ``width`` positions
@@ -223,19 +226,10 @@ def split(
     index = (slice(None),) * axis
 
     def one(bound: tuple[int, int]) -> Array:
-        before = getattr(_worker, "active", False)
-        _worker.active = True
-        try:
-            part = (*index, slice(*bound))
-            return reduce(x[part])
-        finally:
-            _worker.active = before
+        part = (*index, slice(*bound))
+        return reduce(x[part])
 
-    threads = get_num_threads() if threaded else 1
-    if threads < 2:
-        results = [one(bound) for bound in bounds]
-    else:
-        results = list(_executor(threads).map(one, bounds))
+    results = _in_jobs(one, bounds, max(1, SLAB_ELEMENTS // (step * per_position)), threaded)
     # The split axis keeps its place unless it follows reduced axes that are dropped.
     out_axis = axis if keepdims else axis - sum(1 for a in axes if a < axis)
     if concat is None:
@@ -257,31 +251,69 @@ def _c_ordered(x: Array) -> bool:
 
 
 def flat_slabs(
-    x: Array, reduce: Callable[[Array], Array], *, threaded: bool = True
+    x: Array,
+    reduce: Callable[[Array], Array],
+    *,
+    threaded: bool = True,
+    elements: int = SLAB_ELEMENTS,
 ) -> list[Array] | None:
-    """``reduce`` of each slab of the flattened C-ordered ``x`` (about ``SLAB_ELEMENTS``
-    elements each, whatever the number of threads), on pool threads; ``threaded=False``
-    takes them in turn on the calling thread (a library that threads its own kernels).
+    """``reduce`` of each slab of the flattened C-ordered ``x`` (``elements`` elements
+    each, whatever the number of threads), on pool threads as :func:`split` runs them;
+    ``threaded=False`` takes them in turn on the calling thread (a library that threads its
+    own kernels).
 
-    None where ``x`` is smaller than two slabs, not C-ordered, or this is a pool thread.
+    None where ``x`` is smaller than two slabs of ``SLAB_ELEMENTS``, not C-ordered, or
+    this is a pool thread.
     """
     if getattr(_worker, "active", False) or _size(x) < 2 * SLAB_ELEMENTS or not _c_ordered(x):
         return None
+    count = _size(x)
+    bounds = [(start, min(start + elements, count)) for start in range(0, count, elements)]
+    return flat_pieces(x, bounds, reduce, threaded=threaded)
+
+
+def flat_pieces(
+    x: Array,
+    bounds: list[tuple[int, int]],
+    reduce: Callable[[Array], Array],
+    *,
+    threaded: bool = True,
+) -> list[Array]:
+    """``reduce`` of the pieces ``[start, stop)`` of the flattened C-ordered ``x``, in
+    order, on pool threads (consecutive pieces of about ``SLAB_ELEMENTS`` elements in all
+    at a time), or in turn on the calling thread (``threaded=False``, one thread set, or a
+    pool thread)."""
     flat = x.reshape(-1)
-    count = flat.shape[0]
-    bounds = [
-        (start, min(start + SLAB_ELEMENTS, count)) for start in range(0, count, SLAB_ELEMENTS)
-    ]
 
     def one(bound: tuple[int, int]) -> Array:
+        return reduce(flat[bound[0] : bound[1]])
+
+    longest = max(stop - start for start, stop in bounds)
+    threaded = threaded and not getattr(_worker, "active", False)
+    return _in_jobs(one, bounds, max(1, SLAB_ELEMENTS // longest), threaded)
+
+
+def _in_jobs(
+    one: Callable[[tuple[int, int]], Array],
+    bounds: list[tuple[int, int]],
+    per_job: int,
+    threaded: bool,
+) -> list[Array]:
+    """``one`` of every bound, in order; on pool threads ``per_job`` consecutive bounds at
+    a time (on the calling thread where ``threaded`` is false or one thread is set)."""
+
+    def job(start: int) -> list[Array]:
         before = getattr(_worker, "active", False)
         _worker.active = True
         try:
-            return reduce(flat[bound[0] : bound[1]])
+            return [one(bound) for bound in bounds[start : start + per_job]]
         finally:
             _worker.active = before
 
+    starts = range(0, len(bounds), per_job)
     threads = get_num_threads() if threaded else 1
     if threads < 2:
-        return [one(bound) for bound in bounds]
-    return list(_executor(threads).map(one, bounds))
+        jobs = [job(start) for start in starts]
+    else:
+        jobs = list(_executor(threads).map(job, starts))
+    return [result for results in jobs for result in results]
