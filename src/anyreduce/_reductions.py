@@ -31,22 +31,25 @@ Array = Any
 
 
 # (operator, array type, dtype) -> (operator, namespace, profile's refusal) for data already
-# found valid: one lookup in place of the namespace and dtype checks.
-_VALID: dict[tuple[str, type, Any], tuple[Op, Any, Any]] = {}
+# found valid: one lookup in place of the namespace and dtype checks. A table per module of
+# array types: Dynamo, tracing a PyTorch call, reads the whole table, and torch 2.11 cannot
+# hash the NumPy dtypes that NumPy calls leave in it (``Unsupported``, a graph break).
+_VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Any]]] = {}
 
 
 def _reduce(
     name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
 ) -> Array:
+    module = type(data).__module__
     try:
-        op, xp, refuses = _VALID[name, type(data), data.dtype]
+        op, xp, refuses = _VALID[module][name, type(data), data.dtype]
     except (KeyError, AttributeError, TypeError):  # new, not an array, or an unhashable dtype
         op = OPS[name]
         xp = _backends.namespace(name, data)
         _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
         refuses = _backends.profile_for(xp).refuses
         with contextlib.suppress(TypeError):  # an unhashable dtype is looked up each time
-            _VALID[name, type(data), data.dtype] = op, xp, refuses
+            _VALID.setdefault(module, {})[name, type(data), data.dtype] = op, xp, refuses
     else:
         if refuses(data) is not None:  # a sparse tensor after a dense one, ...
             _backends.admit(name, data, xp)
