@@ -115,6 +115,8 @@ def test_accelerator_equals_the_generic_kernel(
                 continue
             values = _values(dtype, shape, special, seed=len(dtype) + len(shape))
             data = make(xp, values, dtype)
+            if not profile.eager(data):  # a CUDA tensor: the dispatch offers it no accelerator
+                continue
             for op in sorted(accelerator.ops):
                 if dtype == "bool" and op not in {"reduce_max", "reduce_min"}:
                     continue
