@@ -48,6 +48,7 @@ BAD = [
     (["bench", "--repeats", "-3"], "--repeats", "positive integer"),
     (["bench", "--axes", "middle"], "--axes", "choose from 'last'"),
     (["bench", "--dtypes", "int8"], "--dtypes", "choose from 'float32'"),
+    (["bench", "--device", "tpu"], "--device", "choose from 'cpu'"),
     (["bench", "--json", "{missing}/bench.json"], "--json", "does not exist"),
     (["bench", "--markdown", "{tmp}"], "--markdown", "is a directory"),
     (["bench", "--markdown", "{file}/bench.md"], "--markdown", "is not a directory"),
@@ -178,3 +179,20 @@ def test_bench_check_exits_1_when_a_judged_target_is_missed(
     monkeypatch.setattr(anyreduce._bench, "format_table", lambda result: "table")
     assert _cli.main(["bench", "--quick", "--check"]) == status
     assert _cli.main(["bench", "--quick"]) == 0  # without --check, nothing is judged
+
+
+def test_bench_on_a_missing_gpu_is_one_line_and_status_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from anyreduce._lib._libraries import LIBRARIES
+
+    if any(LIBRARIES[n].installed() and LIBRARIES[n].gpus() for n in ("torch", "jax")):
+        pytest.skip("a CUDA device is present: the run would start")
+    code = _cli.main(["bench", "--quick", "--device", "cuda", "--backends", "numpy", "torch"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        "anyreduce bench: argument --device: no cuda device found (PyTorch, JAX) among the "
+        "backends numpy, torch"
+    ]

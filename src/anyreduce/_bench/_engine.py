@@ -83,6 +83,9 @@ class Settings:
     quick: bool = False
     #: One spinning process per core for the length of the run (see ``_contention``).
     contended: bool = False
+    #: Where the data live: "CPU", or "CUDA" (PyTorch and JAX on their first GPU; the
+    #: other backends, onnxruntime's CPU kernels and the memory tables are left out).
+    device: str = "CPU"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -550,6 +553,10 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
         msg = f"bench: unknown backend(s) {unknown}; choose from {list(BACKEND_NAMES)}"
         raise ValueError(msg)
     backends = [b for b in (load_backend(n) for n in names) if b is not None]
+    if settings.device != "CPU":
+        moved = (_on_device(b, settings.device) for b in backends)
+        backends = [b for b in moved if b is not None]
+        settings = dataclasses.replace(settings, onnxruntime=False, memory=False)
     missing = [n for n in names if n not in {b.name for b in backends}]
     start = time.perf_counter()
     large: list[dict[str, Any]] = []
@@ -585,6 +592,34 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
         "narrow": narrow,
         "memory": memory,
     }
+
+
+def _on_device(backend: Backend, device: str) -> Backend | None:
+    """``backend`` with its data on ``device`` ("CUDA"), None where it has no such device."""
+    from .._lib._libraries import LIBRARIES
+
+    library = LIBRARIES[backend.name]
+    if not library.supports(device):
+        return None
+    notes = f"{backend.notes}, {_device_name(backend.name)}".lstrip(", ")
+    return dataclasses.replace(
+        backend,
+        convert=functools.partial(library.from_numpy, device=device),
+        memory=None,
+        notes=notes,
+    )
+
+
+def _device_name(library: str) -> str:
+    if library == "torch":
+        import torch
+
+        return str(torch.cuda.get_device_name(0))
+    if library == "jax":
+        import jax
+
+        return str(jax.devices("gpu")[0].device_kind)
+    return ""
 
 
 def _memory(

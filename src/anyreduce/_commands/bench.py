@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .._lib._libraries import LIBRARIES
@@ -71,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run with one spinning process per core for the whole run; judged: "
         "each operator within 1.5x the backend's best native expression",
     )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        help="where the data live (default: cpu); cuda times PyTorch and JAX on their first "
+        "GPU, without onnxruntime's CPU kernels and the memory tables",
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip peak-memory measurement")
     parser.add_argument("--no-onnxruntime", action="store_true", help="skip the onnxruntime anchor")
     parser.add_argument("--no-small", action="store_true", help="skip the small-input overhead")
@@ -99,30 +106,32 @@ def _settings(args: argparse.Namespace) -> Any:
     from .._bench import Settings
 
     changes: dict[str, object] = {}
-    if args.backends:
-        changes["backends"] = tuple(args.backends)
-    if args.ops:
-        changes["ops"] = tuple(args.ops)
-    if args.axes:
-        changes["axes"] = tuple(args.axes)
-    if args.dtypes:
-        changes["dtypes"] = tuple(args.dtypes)
-    if args.shape:
-        changes["shape"] = tuple(args.shape)
-    if args.repeats:
-        changes["repeats"] = args.repeats
-    if args.no_memory:
-        changes["memory"] = False
-    if args.no_onnxruntime:
-        changes["onnxruntime"] = False
-    if args.no_small:
-        changes["small_shape"] = ()
-    if args.no_masked:
-        changes["masked"] = False
-    if args.no_narrow:
-        changes["narrow"] = False
-    if args.contended:
-        changes["contended"] = True
+    # Options that give a value: the setting's name, and how the value becomes it.
+    valued: dict[str, tuple[str, Callable[[Any], object]]] = {
+        "backends": ("backends", tuple),
+        "ops": ("ops", tuple),
+        "axes": ("axes", tuple),
+        "dtypes": ("dtypes", tuple),
+        "shape": ("shape", tuple),
+        "repeats": ("repeats", int),
+        "device": ("device", str.upper),
+    }
+    for option, (setting, convert) in valued.items():
+        value = getattr(args, option)
+        if value:
+            changes[setting] = convert(value)
+    # Flags that turn a part of the run off (or contention on).
+    flags = {
+        "no_memory": ("memory", False),
+        "no_onnxruntime": ("onnxruntime", False),
+        "no_small": ("small_shape", ()),
+        "no_masked": ("masked", False),
+        "no_narrow": ("narrow", False),
+        "contended": ("contended", True),
+    }
+    for option, (setting, value) in flags.items():
+        if getattr(args, option):
+            changes[setting] = value
     return Settings.quick_settings(**changes) if args.quick else Settings(**changes)  # type: ignore[arg-type]
 
 
@@ -146,6 +155,15 @@ def run(args: argparse.Namespace) -> int:
         command = [sys.executable, "-m", "anyreduce", *args.argv]
         return subprocess.call(command, env={**os.environ, name: value})
     settings = _settings(args)
+    if settings.device != "CPU":
+        chosen = [n for n in settings.backends if LIBRARIES[n].installed()]
+        if not any(LIBRARIES[n].gpus() for n in chosen if n in {"torch", "jax"}):
+            print(
+                f"anyreduce bench: argument --device: no {args.device} device found "
+                f"(PyTorch, JAX) among the backends {', '.join(settings.backends)}",
+                file=sys.stderr,
+            )
+            return 2
     result = run_suite(settings, progress=lambda line: print(line, flush=True))
     print(format_table(result))
     if args.json:

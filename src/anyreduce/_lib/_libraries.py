@@ -140,6 +140,15 @@ def _torch_out(a: Array) -> np.ndarray:
     return np.asarray(tensor.numpy())
 
 
+def _torch_sync(a: Array) -> Array:
+    # CUDA kernels run after the call returns: wait for the tensor's device.
+    if a.device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(a.device)
+    return a
+
+
 def _torch_devices(device: str) -> int:
     import torch
 
@@ -345,6 +354,7 @@ LIBRARIES: dict[str, Library] = {
             _torch_namespace,
             _torch_in,
             _torch_out,
+            _torch_sync,
             _devices=_torch_devices,
         ),
         Library(
