@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,11 @@ try:
     BFLOAT16: Any = ml_dtypes.bfloat16
 except ImportError:  # pragma: no cover - ml_dtypes ships with the test extra
     BFLOAT16 = None
+
+#: Where the suite puts its data: "CPU", or "CUDA" for the GPU lane (``pytest --device
+#: cuda``, or the environment variable ``ANYREDUCE_TEST_DEVICE``), which runs every test on
+#: the libraries with a CUDA device (PyTorch, JAX) and skips the others.
+DEVICE = os.environ.get("ANYREDUCE_TEST_DEVICE", "CPU").upper()
 
 INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -54,6 +60,8 @@ class Backend:
     def active(self) -> Iterator[Any]:
         """Import the backend (skip if absent) and yield its array-API namespace."""
         pytest.importorskip(self.module)
+        if DEVICE != "CPU" and not self.library.supports(DEVICE):
+            pytest.skip(f"{self.name} has no {DEVICE} device")
         path = no_accelerators() if self.general else contextlib.nullcontext()
         with path, self.library.namespace() as xp:
             yield xp
@@ -94,7 +102,7 @@ def dtype_of(xp: Any, name: str) -> Any:
 def make(xp: Any, values: Any, dtype: str, *, chunks: Any = None) -> Any:
     """An array of backend ``xp`` holding ``values`` (exactly, once cast to ``dtype``)."""
     host = np.asarray(values).astype(np_dtype(dtype))
-    return LIBRARIES[backend_of(xp)].from_numpy(host, chunks=chunks)
+    return LIBRARIES[backend_of(xp)].from_numpy(host, DEVICE, chunks=chunks)
 
 
 def to_numpy(a: Any) -> np.ndarray:

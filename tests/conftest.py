@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+import backends
 from anyreduce._backends import no_accelerators
+from anyreduce._lib._libraries import parse_device
 from backends import BACKENDS, Backend
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--device",
+        default=None,
+        help="where the xp fixture puts its data: cpu (default) or cuda, the GPU lane "
+        "(PyTorch and JAX on their first CUDA device; the other backends are skipped)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    device = config.getoption("--device")
+    if device is not None:
+        try:
+            parse_device(device.upper())
+        except ValueError:
+            msg = f"--device must be cpu, cuda or cuda:N; got {device!r}"
+            raise pytest.UsageError(msg) from None
+        backends.DEVICE = device.upper()
+    if backends.DEVICE != "CPU":
+        # JAX takes 75% of a GPU's memory at its first call: one worker of pytest-xdist
+        # would leave none to the others.
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 @pytest.fixture(params=BACKENDS, ids=str)
