@@ -40,8 +40,9 @@ def test_bench_quick_writes_table_and_json(
     printed = capsys.readouterr().out
     assert "no targets judged" in printed
     result = json.loads(out.read_text())
-    assert set(result) == {"meta", "large", "small", "masked", "narrow", "memory"}
+    assert set(result) == {"meta", "large", "small", "compiled", "masked", "narrow", "memory"}
     assert result["memory"] == []  # --no-memory
+    assert result["compiled"] == []  # a quick run compiles nothing
     assert result["meta"]["contended"] is None
     assert "idle machine" in printed
     backends = {r["backend"] for r in result["large"]} - set(result["meta"]["missing_backends"])
@@ -349,3 +350,36 @@ def test_bench_measures_memory_of_integer_dtypes_too() -> None:
     quick = Settings.quick_settings(shape=(8, 8), ops=("reduce_sum",))
     assert all(r["meets"] is None for r in _memory(quick, [backend], lambda line: None))
     assert _memory(Settings(memory=False), [backend], lambda line: None) == []
+
+
+def test_bench_judges_compiled_l2_against_compiled_vector_norm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch = pytest.importorskip("torch")
+    from anyreduce._bench import _engine
+    from anyreduce._bench._anchors import Backend
+    from anyreduce._bench._report import judged_records
+
+    # Samples of ours 30, 26, 24 ms against 20 ms each: paired ratios 1.5, 1.3, 1.2.
+    samples = {"ours": iter([0.030, 0.026, 0.024]), "native": iter([0.020] * 3)}
+
+    def fake_time_units(units: list[list[Any]], repeats: int, budget_s: float) -> None:
+        for c in units[0]:
+            c.times = [next(samples[c.key[2]]) for _ in range(3)]
+
+    monkeypatch.setattr(_engine, "_time_units", fake_time_units)
+    monkeypatch.setattr(torch, "compile", lambda fn, **options: fn)  # no compiling here
+    backend = Backend(
+        name="torch",
+        convert=torch.from_numpy,
+        sync=lambda r: r,
+        plain_sum=lambda x, a: lambda: None,
+    )
+    (record,) = _engine._compiled(_engine.Settings(), [backend], lambda line: None)
+    assert record["vs_native"] == pytest.approx(1.3)
+    assert record["ours_ms"] == pytest.approx(26.0 / _engine.COMPILED_CALLS)
+    assert record["meets"] is False
+    result = {"large": [], "small": [], "compiled": [record]}
+    assert judged_records(result) == [record]
+    assert _engine._compiled(_engine.Settings.quick_settings(), [backend], print) == []
+    assert _engine._compiled(_engine.Settings(compiled=False), [backend], print) == []

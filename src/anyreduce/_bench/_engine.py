@@ -51,6 +51,12 @@ CONTENDED_LIMIT_S = 3600.0
 #: every operator, axis choice and backend that can measure it), judged like float32's.
 MEMORY_DTYPES = ("float16", "int8", "int32")
 SMALL_OVERHEAD_TARGET_US = 5.0
+#: ``torch.compile`` of our float32 L2 over the last axis against ``torch.compile`` of
+#: ``torch.linalg.vector_norm`` on the same data (see :func:`_compiled`).
+COMPILED_TARGET = 1.2
+COMPILED_SHAPE = (2048, 4096)
+#: Calls of each compiled function per sample: one call (1-3 ms) is too short a sample.
+COMPILED_CALLS = 20
 #: Rounds of the small-input group per ``Settings.repeats`` (see :func:`_small`).
 SMALL_ROUNDS_PER_REPEAT = 2
 #: "Never slower than" is judged with this allowance for run-to-run noise.
@@ -79,6 +85,9 @@ class Settings:
     #: each axis, reported, not judged: the shapes where NumPy's own kernels are slowest.
     narrow: bool = True
     narrow_shape: tuple[int, ...] = (2**20, 3)
+    #: Also time ``torch.compile`` of L2 against that of ``vector_norm`` (judged; not in a
+    #: quick run, where compiling would take most of the time).
+    compiled: bool = True
     seed: int = 0
     quick: bool = False
     #: One spinning process per core for the length of the run (see ``_contention``).
@@ -579,6 +588,7 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
     masked = _masked(settings, backends, progress)
     narrow = _narrow(settings, backends, progress)
     small = _small(settings, backends, progress) if settings.small_shape else []
+    compiled = _compiled(settings, backends, progress)
     memory = _memory(settings, backends, progress)
     meta = _meta(settings, backends)
     meta["missing_backends"] = missing
@@ -588,6 +598,7 @@ def _run_suite(settings: Settings, progress: Progress) -> dict[str, Any]:
         "meta": meta,
         "large": large,
         "small": small,
+        "compiled": compiled,
         "masked": masked,
         "narrow": narrow,
         "memory": memory,
@@ -692,6 +703,59 @@ def _narrow(
     del arrays
     gc.collect()
     return records
+
+
+def _compiled(
+    settings: Settings, backends: list[Backend], progress: Progress
+) -> list[dict[str, Any]]:
+    """``torch.compile(fullgraph=True)`` of our float32 L2 over the last axis against the
+    same of ``torch.linalg.vector_norm``, :data:`COMPILED_SHAPE`: judged against
+    :data:`COMPILED_TARGET` (not in a quick run, where compiling would take most of the
+    time)."""
+    torch_backend = next((b for b in backends if b.name == "torch"), None)
+    if settings.quick or not settings.compiled or torch_backend is None:
+        return []
+    if "reduce_l2" not in _ops(settings):
+        return []
+    import torch
+
+    import anyreduce
+
+    rng = np.random.default_rng(settings.seed)
+    x = torch_backend.convert(rng.standard_normal(COMPILED_SHAPE, dtype=np.float32))
+    t0 = time.perf_counter()
+    ours = torch.compile(lambda a: anyreduce.reduce_l2(a, (1,)), fullgraph=True)
+    native = torch.compile(
+        lambda a: torch.linalg.vector_norm(a, 2, (1,), keepdim=True), fullgraph=True
+    )
+    sync = torch_backend.sync
+    unit = [
+        _Contender(("torch", "reduce_l2", "ours", "anyreduce"), _caller(ours, x), sync),
+        _Contender(("torch", "reduce_l2", "native", "vector_norm"), _caller(native, x), sync),
+    ]
+    for c in unit:
+        c.sync(c.fn())  # compiles
+        c.fn = _repeated(c.fn, c.sync, COMPILED_CALLS)
+        c.sync = id
+    _time_units([unit], 3 * settings.repeats, settings.group_budget_s)
+    progress(f"  compiled L2: {len(unit[0].times)} rounds in {time.perf_counter() - t0:.1f} s")
+    ours_c, native_c = unit
+    ratio = _paired(ours_c, native_c)
+    record: dict[str, Any] = {
+        "size": "compiled",
+        "backend": "torch",
+        "dtype": "float32",
+        "shape": list(COMPILED_SHAPE),
+        "axes": "last",
+        "op": "reduce_l2",
+        "ours_ms": ours_c.median * 1e3 / COMPILED_CALLS,
+        "native_ms": native_c.median * 1e3 / COMPILED_CALLS,
+        "native": "torch.compile(vector_norm)",
+        "vs_native": ratio,
+        "target_vs_native": None if settings.contended else COMPILED_TARGET,
+        "meets": None if settings.contended else ratio <= COMPILED_TARGET,
+    }
+    return [record]
 
 
 def _masked(

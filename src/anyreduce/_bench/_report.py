@@ -98,8 +98,10 @@ def _aligned(head: list[str], rows: list[list[str]]) -> str:
 
 
 def judged_records(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The records of a run whose targets are judged (large, small and memory)."""
-    records = result["large"] + result["small"] + result.get("memory", [])
+    """The records of a run whose targets are judged (large, small, compiled and memory)."""
+    records = (
+        result["large"] + result["small"] + result.get("compiled", []) + result.get("memory", [])
+    )
     return [r for r in records if r.get("meets") is not None]
 
 
@@ -123,6 +125,20 @@ def _memory_rows(result: dict[str, Any]) -> list[list[str]]:
 def _memory_title(result: dict[str, Any]) -> str:
     shape = tuple(result["memory"][0]["shape"])
     return f"peak extra memory of ours as % of the input {shape}, other dtypes than float32"
+
+
+def _compiled_lines(result: dict[str, Any]) -> list[str]:
+    """One line per compiled record: both times and their ratio, with the target."""
+    lines = []
+    for r in result.get("compiled", []):
+        target = r.get("target_vs_native")
+        judged = "" if target is None else f" (target <= {target}: {_mark(r['meets'])})"
+        lines.append(
+            f"torch.compile, float32 {tuple(r['shape'])} L2 over the last axis: ours "
+            f"{r['ours_ms']:.2f} ms, {r['native']} {r['native_ms']:.2f} ms, "
+            f"x native {r['vs_native']:.2f}{judged}"
+        )
+    return lines
 
 
 def _contention(result: dict[str, Any]) -> str:
@@ -165,6 +181,8 @@ def format_table(result: dict[str, Any]) -> str:
             f"\nsmall input {tuple(meta['settings']['small_shape'])}: median us per call",
             _aligned(small_head, small_rows),
         ]
+    if result.get("compiled"):
+        parts += ["", *_compiled_lines(result)]
     if result.get("memory"):
         parts += [f"\n{_memory_title(result)}", _aligned(_MEMORY_HEAD, _memory_rows(result))]
     parts.append(f"\n{_summary(result)}; {meta['seconds']:.0f} s")
@@ -188,6 +206,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         parts += ["", title, "", _md(head, _large_rows(result["narrow"]))]
     if small_rows:
         parts += ["", _md(small_head, small_rows)]
+    if result.get("compiled"):
+        parts += ["", *(line + "." for line in _compiled_lines(result))]
     if result.get("memory"):
         parts += ["", _memory_title(result) + ":", "", _md(_MEMORY_HEAD, _memory_rows(result))]
     parts += ["", _summary(result) + "."]

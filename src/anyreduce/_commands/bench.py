@@ -84,6 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-masked", action="store_true", help="skip LogSumExp of masked logits")
     parser.add_argument("--no-narrow", action="store_true", help="skip the narrow-data table")
     parser.add_argument(
+        "--no-compiled", action="store_true", help="skip torch.compile of L2 against vector_norm"
+    )
+    parser.add_argument(
         "--json", type=output_file, metavar="PATH", help="write the results as JSON"
     )
     parser.add_argument(
@@ -127,6 +130,7 @@ def _settings(args: argparse.Namespace) -> Any:
         "no_small": ("small_shape", ()),
         "no_masked": ("masked", False),
         "no_narrow": ("narrow", False),
+        "no_compiled": ("compiled", False),
         "contended": ("contended", True),
     }
     for option, (setting, value) in flags.items():
