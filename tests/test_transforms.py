@@ -199,6 +199,16 @@ def test_torch_compile_fullgraph(torch: Any, op: str) -> None:
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
 
 
+def test_the_dispatch_keeps_each_array_module_apart(torch: Any) -> None:
+    """Dynamo reads the whole table of valid inputs when it traces a PyTorch call: the
+    table it reads holds PyTorch's dtypes only (torch 2.11 cannot hash NumPy's)."""
+    from anyreduce import _reductions
+
+    anyreduce.reduce_sum(np.ones(3, np.uint64))
+    anyreduce.reduce_sum(torch.ones(3))
+    assert all(isinstance(key[2], torch.dtype) for key in _reductions._VALID["torch"])
+
+
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_torch_compile_inductor(torch: Any) -> None:
     """One op through the default backend: the captured graph also compiles."""
