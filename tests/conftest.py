@@ -24,14 +24,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    device = config.getoption("--device")
-    if device is not None:
-        try:
-            parse_device(device.upper())
-        except ValueError:
-            msg = f"--device must be cpu, cuda or cuda:N; got {device!r}"
-            raise pytest.UsageError(msg) from None
-        backends.DEVICE = device.upper()
+    device = config.getoption("--device") or os.environ.get("ANYREDUCE_TEST_DEVICE", "cpu")
+    try:
+        parse_device(device.upper())
+    except ValueError:
+        msg = f"--device (or ANYREDUCE_TEST_DEVICE) must be cpu, cuda or cuda:N; got {device!r}"
+        raise pytest.UsageError(msg) from None
+    backends.DEVICE = device.upper()
     if backends.DEVICE != "CPU":
         # JAX takes 75% of a GPU's memory at its first call: one worker of pytest-xdist
         # would leave none to the others.

@@ -118,6 +118,7 @@ _EXTREMES = frozenset({"reduce_max", "reduce_min"})
 def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
     """Max or Min: the NumPy profile's reduction of a CPU array's memory (``np.asarray`` of
     a JAX CPU array is a view, not a copy), the result put back on the array's device."""
+    import array_api_compat
     import jax
     import numpy as np
 
@@ -129,8 +130,6 @@ def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     (device,) = devices
     if device.platform != "cpu":
         return None
-    import array_api_compat
-
     data = np.asarray(x)
     result = reduce(op, data, axes, keepdims, array_api_compat.array_namespace(data))
     return jax.device_put(np.asarray(result), device)

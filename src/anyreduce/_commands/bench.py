@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if settings.device != "CPU":
         chosen = [n for n in settings.backends if LIBRARIES[n].installed()]
-        if not any(LIBRARIES[n].gpus() for n in chosen if n in {"torch", "jax"}):
+        if not any(LIBRARIES[n].gpus() for n in chosen):
             print(
                 f"anyreduce bench: argument --device: no {args.device} device found "
                 f"(PyTorch, JAX) among the backends {', '.join(settings.backends)}",
