@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import types
 from collections.abc import Callable
 from typing import Any
 
 from .._lib import _dtypes
 from .._lib._axes import reduced_shape
+from . import _threads
+from ._base import namespace_for
 
 __all__ = [
     "MERGES",
@@ -34,6 +38,12 @@ class Shim:
         # The module name the caches key a namespace by (anyreduce._lib._memo), found
         # without a round through __getattr__.
         self.__name__ = getattr(base, "__name__", None)
+        # The base's public names held here: a kernel's look-up is then a plain attribute
+        # read, not a call of __getattr__ (~0.5 us, several times a call). Read from the
+        # module's dictionary, so that no deprecated name is looked up (and warns).
+        if isinstance(base, types.ModuleType):
+            public = {k: v for k, v in vars(base).items() if not k.startswith("_")}
+            self.__dict__.update(public)
         self.__dict__.update(overrides)
 
     def __getattr__(self, name: str) -> Any:
@@ -134,7 +144,7 @@ def blocked_sum(base: Namespace) -> Callable[..., Array]:
 
     def sum_(x: Array, /, *, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Array:
         out = x.dtype if dtype is None else dtype
-        if not base.isdtype(out, "real floating"):
+        if not _dtypes.is_float(base, out):
             return base.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
         if axis is None:
             axes: Axes = tuple(range(x.ndim))
@@ -183,13 +193,11 @@ def every_axis_in_slabs(
     element-wise step's temporaries are a slab's size, not the data's. Within the
     accuracy bound, not bit for bit (integer L1 and SumSquare: bit for bit). None where the
     data are not split, and for integer L2 and LogSumExp."""
-    import array_api_compat
-
-    from . import _threads, reduce
-
-    if len(axes) != x.ndim:
+    if len(axes) != x.ndim or math.prod(x.shape) < 2 * _threads.SLAB_ELEMENTS:
         return None
-    xp = array_api_compat.array_namespace(x)
+    from . import reduce
+
+    xp = namespace_for(x)
     if op not in _MERGE_INTEGERS and _dtypes.is_integer(xp, x.dtype):
         return None  # an L2 or LogSumExp of integers is truncated: its slabs' do not merge
 

@@ -8,6 +8,7 @@ from typing import Any
 import array_api_compat
 
 from .._lib._memo import library_key, memo
+from . import _threads
 from ._base import ALL_OPS, Accelerator, Profile
 from ._common import (
     Shim,
@@ -102,9 +103,11 @@ def eager(x: Array) -> bool:
 
 
 def _in_slabs(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    if x.numel() < 2 * _threads.SLAB_ELEMENTS:
+        return None
     import torch
 
-    from . import _threads, reduce
+    from . import reduce
 
     def slab(part: Array) -> Array:
         return reduce(op, part, axes, keepdims, array_api_compat.array_namespace(part))
@@ -142,15 +145,15 @@ def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     slabs as PyTorch's parallel regions do when another process holds a core; and NumPy
     widens float16 in its loops, where PyTorch 2.13 converts a large tensor in full first.
     """
-    import numpy as np
-    import torch
-
-    from . import _threads, reduce
-
     # Large tensors only, where NumPy's slabs pay; smaller ones keep PyTorch's own order of
     # additions, so that eager results equal compiled ones bit for bit.
     if x.requires_grad or x.numel() < 2 * _threads.SLAB_ELEMENTS:
         return None
+    import numpy as np
+    import torch
+
+    from . import reduce
+
     data = x.numpy()
     result = reduce(op, data, axes, keepdims, array_api_compat.array_namespace(data))
     return torch.from_numpy(np.asarray(result))

@@ -167,9 +167,12 @@ def compute_float(xp: Namespace, dtype: DType) -> DType:
     so, which makes the rounded result correct even under cancellation. Integers that go
     through a float step (L2, LogSum, LogSumExp) use the widest float too.
     """
-    if is_float(xp, dtype) and bits(xp, dtype) >= 32:
-        return dtype
-    return widest_float(xp)
+    return dtype if _accumulates_in_itself(xp, dtype) else widest_float(xp)
+
+
+@memo(key=library_key)
+def _accumulates_in_itself(xp: Namespace, dtype: DType) -> bool:
+    return is_float(xp, dtype) and bits(xp, dtype) >= 32
 
 
 @memo(key=lambda op, xp, dtype, accepts_bool: library_key(xp, op, dtype, accepts_bool))
