@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -193,13 +192,12 @@ def every_axis_in_slabs(
     element-wise step's temporaries are a slab's size, not the data's. Within the
     accuracy bound, not bit for bit (integer L1 and SumSquare: bit for bit). None where the
     data are not split, and for integer L2 and LogSumExp."""
-    if len(axes) != x.ndim or math.prod(x.shape) < 2 * _threads.SLAB_ELEMENTS:
+    if len(axes) != x.ndim:
         return None
-    from . import reduce
-
     xp = namespace_for(x)
     if op not in _MERGE_INTEGERS and _dtypes.is_integer(xp, x.dtype):
         return None  # an L2 or LogSumExp of integers is truncated: its slabs' do not merge
+    from . import reduce
 
     def slab(part: Array) -> Array:
         return reduce(op, part, (0,), False, xp)

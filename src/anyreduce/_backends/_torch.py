@@ -103,13 +103,11 @@ def eager(x: Array) -> bool:
 
 
 def _in_slabs(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
-    if x.numel() < 2 * _threads.SLAB_ELEMENTS:
-        return None
     import torch
 
-    from . import reduce
-
     def slab(part: Array) -> Array:
+        from . import reduce
+
         return reduce(op, part, axes, keepdims, array_api_compat.array_namespace(part))
 
     return _threads.split(x, axes, keepdims, slab, concat=torch.cat, threaded=False)
