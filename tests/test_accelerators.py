@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -190,3 +191,58 @@ def test_no_accelerator_runs_when_they_are_off(entry: tuple[Profile, Accelerator
         data = make(xp, _values("float32", (4, 6), False, 2), "float32")
         for op in sorted(accelerator.ops):
             getattr(anyreduce, op)(data, 1)
+
+
+# --- CUDA: where a host read is not allowed -------------------------------------------------
+
+
+def _cuda_torch() -> Any:
+    import backends
+
+    torch = pytest.importorskip("torch")
+    if backends.DEVICE == "CPU" or not torch.cuda.is_available():
+        pytest.skip("the GPU lane only (pytest --device cuda)")
+    return torch
+
+
+def test_torch_cuda_calls_make_no_synchronisation_in_sync_debug_mode() -> None:
+    """``torch.cuda.set_sync_debug_mode("error")`` asks that nothing synchronise: the
+    dispatch then offers no accelerator, and the generic kernels read nothing."""
+    torch = _cuda_torch()
+    x = torch.rand(64, 128, device="cuda")
+    with no_accelerators():
+        want = {op: getattr(anyreduce, op)(x, [1]) for op in anyreduce._reductions.__all__}
+    torch.cuda.synchronize()
+    with warnings.catch_warnings():  # torch warns that the mode is a prototype
+        warnings.filterwarnings("ignore", "Synchronization debug mode", UserWarning)
+        try:
+            torch.cuda.set_sync_debug_mode("error")
+            got = {op: getattr(anyreduce, op)(x, [1]) for op in anyreduce._reductions.__all__}
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    for op, result in got.items():
+        torch.testing.assert_close(result, want[op], rtol=0, atol=0, msg=op)
+
+
+def test_torch_cuda_calls_are_captured_in_a_cuda_graph() -> None:
+    """Within ``torch.cuda.graph`` a synchronisation is an error: the dispatch offers no
+    accelerator, and a replay on new data gives the generic kernels' values."""
+    torch = _cuda_torch()
+    ops = anyreduce._reductions.__all__
+    x = torch.rand(64, 128, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capturing stream, as torch asks
+        for op in ops:
+            getattr(anyreduce, op)(x, [1])
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = {op: getattr(anyreduce, op)(x, [1]) for op in ops}
+    x.copy_(torch.rand(64, 128, device="cuda") * 4 - 2)
+    graph.replay()
+    torch.cuda.synchronize()
+    with no_accelerators():
+        for op in ops:
+            want = getattr(anyreduce, op)(x, [1])
+            torch.testing.assert_close(captured[op], want, rtol=0, atol=0, equal_nan=True, msg=op)

@@ -83,8 +83,8 @@ class Profile:
         ``anyreduce._agnostic.whole`` for data in one piece.
     eager : callable
         ``eager(x)``: whether ``x`` holds concrete values that may be read on the host now
-        (not traced, compiled, lazy, or on a device where a read is a synchronisation).
-        Accelerators run only on such data.
+        (not traced, compiled or lazy; on a GPU, where a read synchronises with the device,
+        as the library's profile decides). Accelerators run only on such data.
     accelerators : tuple of Accelerator
         The library's registered accelerators, tried in order.
     """

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
 import array_api_compat
 
+from .._lib import _dtypes
 from .._lib._memo import library_key, memo
 from . import _threads
-from ._base import ALL_OPS, Accelerator, Profile
+from ._base import ALL_OPS, Accelerator, Profile, namespace_for
 from ._common import (
     Shim,
     every_axis_in_slabs,
@@ -88,21 +90,37 @@ def _refuses(x: Array) -> str | None:
 
 
 def eager(x: Array) -> bool:
-    """A plain CPU tensor outside any compiler, tracer or ``torch.func`` transform.
+    """A plain CPU or CUDA tensor outside any compiler, tracer or ``torch.func`` transform.
 
-    CUDA tensors are not: reading a value on the host would synchronise the device.
+    On CUDA a host read is one synchronisation with the device, which the accelerators
+    may make; not while the stream captures a CUDA graph (a synchronisation is an error
+    there) or while ``torch.cuda.set_sync_debug_mode`` asks to be told of them.
     """
     import torch
 
-    return bool(
+    if not (
         type(x) is torch.Tensor
-        and x.device.type == "cpu"
         and not torch.compiler.is_compiling()
         and not torch._C._functorch.is_functorch_wrapped_tensor(x)
+    ):
+        return False
+    kind = x.device.type
+    if kind == "cpu":
+        return True
+    return (
+        kind == "cuda"
+        and torch.cuda.get_sync_debug_mode() == 0
+        and not torch.cuda.is_current_stream_capturing()
     )
 
 
+def _on_cpu(x: Array) -> bool:
+    return bool(x.device.type == "cpu")
+
+
 def _in_slabs(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    if not _on_cpu(x):
+        return None
     import torch
 
     def slab(part: Array) -> Array:
@@ -123,8 +141,8 @@ _SLABS = Accelerator(
     ops=_SLABBED,
     dtypes=_NUMERIC,
     covers=(
-        "tensors of at least 2**21 elements with a kept axis long enough for two slabs of "
-        "about 2**20 elements; PyTorch threads each slab's kernels itself"
+        "CPU tensors of at least 2**21 elements with a kept axis long enough for two slabs "
+        "of about 2**20 elements; PyTorch threads each slab's kernels itself"
     ),
     earned=(
         "float32 (4096, 8192) over the last axis, L2 416 -> 37 ms, SumSquare 106 -> 19 ms "
@@ -145,7 +163,7 @@ def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     """
     # Large tensors only, where NumPy's slabs pay; smaller ones keep PyTorch's own order of
     # additions, so that eager results equal compiled ones bit for bit.
-    if x.requires_grad or x.numel() < 2 * _threads.SLAB_ELEMENTS:
+    if x.requires_grad or x.numel() < 2 * _threads.SLAB_ELEMENTS or not _on_cpu(x):
         return None
     import numpy as np
     import torch
@@ -216,6 +234,8 @@ _INTEGERS_THROUGH_NUMPY = Accelerator(
 
 
 def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    if not _on_cpu(x):
+        return None
     return every_axis_in_slabs(op, x, axes, keepdims, threaded=False)
 
 
@@ -224,7 +244,7 @@ _EVERY_AXIS = Accelerator(
     ops=_SLABBED,
     dtypes=_NUMERIC - {"bool"},
     covers=(
-        "contiguous tensors of at least 2**21 elements reduced over every axis: slabs of "
+        "contiguous CPU tensors of at least 2**21 elements reduced over every axis: slabs of "
         "2**20 elements of the flattened data, taken in turn (PyTorch threads each slab's "
         "kernels), merged by the operator that composes (a sum of L1 or SumSquare "
         "partials, an L2 of L2s; integers: L1 and SumSquare only)"
@@ -236,6 +256,46 @@ _EVERY_AXIS = Accelerator(
     ),
     exact=False,
     run=_every_axis,
+)
+
+
+def _fused_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    """L1 or L2 of a CUDA tensor in one ``torch.linalg.vector_norm`` kernel, accumulated in
+    the dtype the policy gives; an L2 whose sum of squares may have left the range of a
+    float32 or float64 accumulator (the generic kernel's suspect slices) is declined."""
+    if x.device.type != "cuda" or x.requires_grad or not axes:
+        return None
+    import torch
+
+    xp = namespace_for(x)
+    acc = _dtypes.compute_float(xp, x.dtype)
+    order = 1 if op == "reduce_l1" else 2
+    r = torch.linalg.vector_norm(x, order, dim=axes, keepdim=keepdims, dtype=acc)
+    if order == 2 and acc == x.dtype:
+        # The generic kernel's test, total == inf or total < floor, on the root; the
+        # bound is doubled so that the root's rounding cannot hide a suspect slice.
+        info = torch.finfo(acc)
+        floor = 2.0 * math.sqrt(info.smallest_normal) / info.eps
+        if bool(torch.any(torch.isinf(r) | (r < floor))):
+            return None
+    return r if r.dtype == x.dtype else r.to(x.dtype)
+
+
+_FUSED_NORMS = Accelerator(
+    name="fused-norms-on-cuda",
+    ops=frozenset({"reduce_l1", "reduce_l2"}),
+    dtypes=_FLOATS,
+    covers=(
+        "CUDA tensors that do not require grad; L2 declines where a slice's sum of squares "
+        "overflows or nears the smallest normal number (one synchronisation)"
+    ),
+    earned=(
+        "H200, float32 (16384, 32768) over the last axis: L1 1.50 -> 0.48 ms, L2 6.77 -> "
+        "0.53 ms (torch.sum 0.48 ms, same run): the generic L1 writes |x| first, and its L2 "
+        "computes the float64 form for every slice"
+    ),
+    exact=False,
+    run=_fused_norm,
 )
 
 
@@ -298,14 +358,20 @@ PROFILE = Profile(
         _INTEGERS_THROUGH_NUMPY,
         _SLABS,
         _EVERY_AXIS,
+        _FUSED_NORMS,
         Accelerator(
             name="careful-when-needed",
             ops=_GUARDED,
             dtypes=_FLOATS,
-            covers="CPU tensors; the careful form only for data with a suspect slice",
+            covers=(
+                "CPU and CUDA tensors; the careful form only for data with a suspect slice "
+                "(on CUDA, one synchronisation a call to read the test)"
+            ),
             earned=(
                 "float32 (4096, 8192) L2 over the last axis: with the scaled form always "
-                "computed, 3 passes over the data; here 1 and a test on the result"
+                "computed, 3 passes over the data; here 1 and a test on the result. H200, "
+                "float32 (16384, 32768): Sum 1.99 -> 0.53 ms, Mean 1.99 -> 0.53, LogSum "
+                "2.00 -> 0.55 (torch.sum 0.48 ms, same run)"
             ),
             exact=True,
             run=guarded,
