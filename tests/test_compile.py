@@ -70,8 +70,10 @@ _FIRST_CALL = textwrap.dedent(
         assert got.shape == want.shape, (op, axes)
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=str(op))
     # No warning at all: Dynamo warns about every functools.lru_cache it traces, and
-    # anyreduce's own caches and lookups are plain dictionaries for that reason.
-    assert not caught, [f"{w.category.__name__}: {w.message}" for w in caught]
+    # anyreduce's own caches and lookups are plain dictionaries for that reason. torch
+    # 2.11's own deprecation of torch.jit.script_method, warned as Dynamo loads, is not ours.
+    ours = [w for w in caught if "torch.jit.script_method" not in str(w.message)]
+    assert not ours, [f"{w.category.__name__}: {w.message}" for w in ours]
     print("ok")
     """
 )
@@ -81,6 +83,52 @@ def test_torch_compile_as_the_first_call() -> None:
     """A fresh process: each op first runs compiled, fullgraph, and equals eager."""
     pytest.importorskip("torch")
     script = _FIRST_CALL.replace("OPS_HERE", repr(tuple(OPS)))
+    command = [sys.executable, "-c", script]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.strip() == "ok"
+
+
+_AFTER_OTHERS = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+    import anyreduce
+    from anyreduce import _reductions
+    from anyreduce._lib import _memo
+
+    OPS = OPS_HERE
+    others = [np.arange(1.0, 7.0, dtype=d).reshape(2, 3) for d in ("float16", "float32")]
+    try:
+        import jax.numpy as jnp
+
+        others += [jnp.asarray(a) for a in others]
+    except ImportError:
+        pass
+    for a in others:  # NumPy dtypes in the other libraries' tables
+        for op in OPS:
+            getattr(anyreduce, op)(a, [1])
+    before = [set(t) for t in _memo.TABLES], set(_reductions._VALID)
+    x = torch.rand(4, 16)
+    for op in OPS:  # the first PyTorch calls, compiled
+        f = getattr(anyreduce, op)
+        torch._dynamo.reset()
+        fn = torch.compile(lambda a, f=f: f(a, (1,)), fullgraph=True, backend="eager")
+        fn(x)
+    after = [set(t) for t in _memo.TABLES], set(_reductions._VALID)
+    assert after == before, "a table was added inside a trace"
+    print("ok")
+    """
+)
+
+
+def test_torch_compile_after_other_libraries_adds_no_table_in_the_trace() -> None:
+    """A fresh process that reduced NumPy (and JAX) data first: PyTorch's first calls,
+    compiled, find their tables made. Adding one inside the trace made torch 2.11's Dynamo
+    hash every other library's keys, and NumPy's dtypes are not hashable to it
+    (``Unsupported``: fullgraph failed)."""
+    pytest.importorskip("torch")
+    script = _AFTER_OTHERS.replace("OPS_HERE", repr(tuple(OPS)))
     command = [sys.executable, "-c", script]
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]

@@ -34,7 +34,9 @@ Array = Any
 # found valid: one lookup in place of the namespace and dtype checks. A table per module of
 # array types: Dynamo, tracing a PyTorch call, reads the whole table, and torch 2.11 cannot
 # hash the NumPy dtypes that NumPy calls leave in it (``Unsupported``, a graph break).
-_VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Any]]] = {}
+# PyTorch's table exists from the start: adding it inside a trace fails the same way
+# (see ``anyreduce._lib._memo``).
+_VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Any]]] = {"torch": {}}
 
 
 def _reduce(

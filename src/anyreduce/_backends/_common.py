@@ -13,6 +13,7 @@ from ._base import namespace_for
 
 __all__ = [
     "MERGES",
+    "BareShim",
     "Shim",
     "blocked_sum",
     "every_axis_in_slabs",
@@ -32,7 +33,9 @@ Axes = tuple[int, ...]
 class Shim:
     """A namespace that is ``base`` except for the functions given as keywords."""
 
-    def __init__(self, base: Namespace, **overrides: Callable[..., Any]) -> None:
+    copies_names = True
+
+    def __init__(self, base: Namespace, /, **overrides: Callable[..., Any]) -> None:
         self._base = base
         # The module name the caches key a namespace by (anyreduce._lib._memo), found
         # without a round through __getattr__.
@@ -40,16 +43,24 @@ class Shim:
         # The base's public names held here: a kernel's look-up is then a plain attribute
         # read, not a call of __getattr__ (~0.5 us, several times a call). Read from the
         # module's dictionary, so that no deprecated name is looked up (and warns).
-        if isinstance(base, types.ModuleType):
+        if self.copies_names and isinstance(base, types.ModuleType):
             public = {k: v for k, v in vars(base).items() if not k.startswith("_")}
             self.__dict__.update(public)
-        self.__dict__.update(overrides)
+        for name, function in overrides.items():
+            setattr(self, name, function)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._base, name)
 
     def __repr__(self) -> str:
         return f"Shim({getattr(self._base, '__name__', self._base)!r})"
+
+
+class BareShim(Shim):
+    """A :class:`Shim` that leaves every name of ``base`` to ``__getattr__``: one made
+    inside a compiler's trace, where copying the module's names cannot be traced."""
+
+    copies_names = False
 
 
 def named(xp: Namespace, *names: str) -> bool:

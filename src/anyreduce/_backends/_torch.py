@@ -13,6 +13,7 @@ from .._lib._memo import library_key, memo
 from . import _threads
 from ._base import ALL_OPS, Accelerator, Profile, namespace_for
 from ._common import (
+    BareShim,
     Shim,
     every_axis_in_slabs,
     named,
@@ -338,8 +339,19 @@ def _prod(xp: Namespace) -> Any:
     return prod
 
 
-@memo(key=library_key)
 def _shim(xp: Namespace) -> Namespace:
+    import torch
+
+    if torch.compiler.is_compiling():
+        # The process's first PyTorch call is compiled: a shim made in the trace, without
+        # the copy of the module's names (torch 2.11's Dynamo cannot trace
+        # ``__dict__.update``), and not kept for eager calls.
+        return BareShim(xp, prod=_prod(xp))
+    return _eager_shim(xp)
+
+
+@memo(key=library_key)
+def _eager_shim(xp: Namespace) -> Namespace:
     return Shim(xp, prod=_prod(xp))
 
 

@@ -8,6 +8,12 @@ of an array namespace keeps a table per library, named by the namespace's module
 (:func:`library_key`): a compiler tracing one library's lookups meets only that library's
 keys, and dtypes of different libraries are never compared (array-api-strict warns when
 its dtypes meet NumPy's).
+
+The tables of PyTorch's namespace exist from the start (:data:`PRESET`): a table added
+inside a trace is a change to the dictionary of tables, and torch 2.11's Dynamo, replaying
+that change, hashes every key of every other library's table, which it cannot do for
+NumPy's dtypes (JAX's arrays have them): ``torch.compile(fullgraph=True)`` failed so in a
+process that had reduced JAX data first.
 """
 
 from __future__ import annotations
@@ -21,6 +27,12 @@ __all__ = ["library_key", "memo"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MISSING = object()
+
+#: The libraries whose tables are made with every keyed memo (see the module's text).
+PRESET = ("array_api_compat.torch",)
+
+#: Every keyed memo's dictionary of tables (for the tests).
+TABLES: list[dict[Hashable, dict[Hashable, Any]]] = []
 
 
 def library_key(xp: Any, *rest: Any) -> tuple[Hashable, Hashable]:
@@ -40,7 +52,9 @@ def memo(
     ``limit``, a table is emptied when that many are held."""
 
     def decorate(fn: F) -> F:
-        tables: dict[Hashable, dict[Hashable, Any]] = {}
+        tables: dict[Hashable, dict[Hashable, Any]] = {name: {} for name in PRESET}
+        if key is not None:
+            TABLES.append(tables)
 
         def store(table: dict[Hashable, Any], k: Hashable, args: tuple[Any, ...]) -> Any:
             value = fn(*args)
