@@ -383,3 +383,34 @@ def test_bench_judges_compiled_l2_against_compiled_vector_norm(
     assert judged_records(result) == [record]
     assert _engine._compiled(_engine.Settings.quick_settings(), [backend], print) == []
     assert _engine._compiled(_engine.Settings(compiled=False), [backend], print) == []
+
+
+def test_bench_reports_a_compile_that_fails_and_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    from anyreduce._bench import _engine
+    from anyreduce._bench._anchors import Backend
+    from anyreduce._bench._report import _compiled_lines, judged_records
+
+    def broken(fn: Any, **options: Any) -> Any:
+        def call(*args: Any) -> Any:
+            raise RuntimeError("Unsupported: a dictionary key it cannot hash\nmore detail")
+
+        return call
+
+    monkeypatch.setattr(torch, "compile", broken)
+    backend = Backend(
+        name="torch",
+        convert=torch.from_numpy,
+        sync=lambda r: r,
+        plain_sum=lambda x, a: lambda: None,
+    )
+    lines: list[str] = []
+    (record,) = _engine._compiled(_engine.Settings(), [backend], lines.append)
+    assert record["meets"] is False
+    reason = "RuntimeError: Unsupported: a dictionary key it cannot hash"
+    assert record["failed"] == f"anyreduce: {reason}"
+    assert judged_records({"large": [], "small": [], "compiled": [record]}) == [record]
+    (line,) = _compiled_lines({"compiled": [record]})
+    assert "did not compile" in line
+    assert "MISS" in line
+    assert any("failed to compile" in line for line in lines)

@@ -734,7 +734,12 @@ def _compiled(
         _Contender(("torch", "reduce_l2", "native", "vector_norm"), _caller(native, x), sync),
     ]
     for c in unit:
-        c.sync(c.fn())  # compiles
+        try:
+            c.sync(c.fn())  # compiles
+        except RuntimeError as e:  # a compiler's error (Dynamo's are RuntimeErrors) is a result
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            progress(f"  compiled L2: {c.key[3]} failed to compile: {reason}")
+            return [_failed_compile(settings, c.key[3], f"{type(e).__name__}: {reason}")]
         c.fn = _repeated(c.fn, c.sync, COMPILED_CALLS)
         c.sync = id
     _time_units([unit], 3 * settings.repeats, settings.group_budget_s)
@@ -756,6 +761,25 @@ def _compiled(
         "meets": None if settings.contended else ratio <= COMPILED_TARGET,
     }
     return [record]
+
+
+def _failed_compile(settings: Settings, who: str, reason: str) -> dict[str, Any]:
+    """The compiled record of a run where ``who`` did not compile: a miss, with why."""
+    return {
+        "size": "compiled",
+        "backend": "torch",
+        "dtype": "float32",
+        "shape": list(COMPILED_SHAPE),
+        "axes": "last",
+        "op": "reduce_l2",
+        "ours_ms": None,
+        "native_ms": None,
+        "native": "torch.compile(vector_norm)",
+        "vs_native": None,
+        "failed": f"{who}: {reason}",
+        "target_vs_native": None if settings.contended else COMPILED_TARGET,
+        "meets": None if settings.contended else False,
+    }
 
 
 def _masked(

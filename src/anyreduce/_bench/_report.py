@@ -133,6 +133,9 @@ def _compiled_lines(result: dict[str, Any]) -> list[str]:
     for r in result.get("compiled", []):
         target = r.get("target_vs_native")
         judged = "" if target is None else f" (target <= {target}: {_mark(r['meets'])})"
+        if r.get("failed"):
+            lines.append(f"torch.compile, float32 L2: did not compile ({r['failed']}){judged}")
+            continue
         lines.append(
             f"torch.compile, float32 {tuple(r['shape'])} L2 over the last axis: ours "
             f"{r['ours_ms']:.2f} ms, {r['native']} {r['native_ms']:.2f} ms, "
