@@ -9,11 +9,12 @@ of an array namespace keeps a table per library, named by the namespace's module
 keys, and dtypes of different libraries are never compared (array-api-strict warns when
 its dtypes meet NumPy's).
 
-The tables of PyTorch's namespace exist from the start (:data:`PRESET`): a table added
-inside a trace is a change to the dictionary of tables, and torch 2.11's Dynamo, replaying
-that change, hashes every key of every other library's table, which it cannot do for
-NumPy's dtypes (JAX's arrays have them): ``torch.compile(fullgraph=True)`` failed so in a
-process that had reduced JAX data first.
+The tables of PyTorch's namespace exist from the start (:data:`PRESET`), so that a
+PyTorch call traced by Dynamo never adds a table to a dictionary that holds the other
+libraries' tables: with torch 2.11, ``torch.compile(fullgraph=True)`` of a PyTorch call in
+a process that had reduced JAX data first failed with ``Unsupported`` (Dynamo cannot
+hash a NumPy dtype, which JAX's arrays have, as a dictionary key), and passes with the
+tables made in advance.
 """
 
 from __future__ import annotations
