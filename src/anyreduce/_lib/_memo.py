@@ -13,8 +13,9 @@ The tables of PyTorch's namespace exist from the start (:data:`PRESET`), so that
 PyTorch call traced by Dynamo never adds a table to a dictionary that holds the other
 libraries' tables: with torch 2.11, ``torch.compile(fullgraph=True)`` of a PyTorch call in
 a process that had reduced JAX data first failed with ``Unsupported`` (Dynamo cannot
-hash a NumPy dtype, which JAX's arrays have, as a dictionary key), and passes with the
-tables made in advance.
+hash a NumPy dtype, which JAX's arrays have, as a dictionary key). It passed once these
+tables were made in advance and the PyTorch shim made in a trace no longer copied the
+module's names (``anyreduce._backends._torch``; both changed at once).
 """
 
 from __future__ import annotations
