@@ -35,6 +35,10 @@ step tests "${GPU_TESTS_LIMIT:-240}" "$python" -m pytest -p no:cacheprovider -p 
   tests/test_semantics.py tests/test_dtypes.py tests/test_range.py tests/test_accelerators.py \
   tests/test_dtype_edges.py tests/test_numerics.py tests/test_errors.py tests/test_narrow.py \
   tests/test_transforms.py
+# The machine's own torch may be older than CI's: compiling a PyTorch call first, and after
+# other libraries' calls (in fresh processes).
+step compile "${GPU_COMPILE_LIMIT:-90}" "$python" -m pytest -p no:cacheprovider -p no:benchmark \
+  -q -rfE --tb=short tests/test_compile.py -k "first_call or after_other"
 step conformance "${GPU_CONFORMANCE_LIMIT:-150}" "$python" -m anyreduce conformance \
   --backend torch:cuda --backend jax:cuda --examples 10 --no-progress --json "$out/conformance.json"
 step bench "${GPU_BENCH_LIMIT:-150}" "$python" -m anyreduce bench --device cuda \
