@@ -79,14 +79,18 @@ _FIRST_CALL = textwrap.dedent(
 )
 
 
-def test_torch_compile_as_the_first_call() -> None:
-    """A fresh process: each op first runs compiled, fullgraph, and equals eager."""
-    pytest.importorskip("torch")
-    script = _FIRST_CALL.replace("OPS_HERE", repr(tuple(OPS)))
-    command = [sys.executable, "-c", script]
+def _run_fresh(script: str) -> None:
+    """Run ``script`` (with OPS_HERE the operators) in a fresh process; it prints ok."""
+    command = [sys.executable, "-c", script.replace("OPS_HERE", repr(tuple(OPS)))]
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_torch_compile_as_the_first_call() -> None:
+    """A fresh process: each op first runs compiled, fullgraph, and equals eager."""
+    pytest.importorskip("torch")
+    _run_fresh(_FIRST_CALL)
 
 
 _AFTER_OTHERS = textwrap.dedent(
@@ -124,15 +128,10 @@ _AFTER_OTHERS = textwrap.dedent(
 
 def test_torch_compile_after_other_libraries_adds_no_table_in_the_trace() -> None:
     """A fresh process that reduced NumPy (and JAX) data first: PyTorch's first calls,
-    compiled, find their tables made. Adding one inside the trace made torch 2.11's Dynamo
-    hash every other library's keys, and NumPy's dtypes are not hashable to it
-    (``Unsupported``: fullgraph failed)."""
+    compiled, find their tables made. With torch 2.11, fullgraph failed in such a process
+    (``Unsupported``: Dynamo could not hash a NumPy dtype as a dictionary key)."""
     pytest.importorskip("torch")
-    script = _AFTER_OTHERS.replace("OPS_HERE", repr(tuple(OPS)))
-    command = [sys.executable, "-c", script]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert done.stdout.strip() == "ok"
+    _run_fresh(_AFTER_OTHERS)
 
 
 # ---------------------------------------------------------------------------------------

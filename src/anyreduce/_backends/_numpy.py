@@ -197,7 +197,6 @@ _WIDENED_DTYPES = frozenset(
 def _widened_elements(dtype: Any) -> int:
     """Elements of a slab of ``dtype`` data whose one float64 temporary takes the bytes of
     ``SLAB_ELEMENTS`` elements of the data, as float32 data's temporaries do."""
-
     return max(128, _threads.SLAB_ELEMENTS * int(dtype.itemsize) // 8)
 
 

@@ -739,13 +739,28 @@ def _compiled(
         except RuntimeError as e:  # a compiler's error (Dynamo's are RuntimeErrors) is a result
             reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             progress(f"  compiled L2: {c.key[3]} failed to compile: {reason}")
-            return [_failed_compile(settings, c.key[3], f"{type(e).__name__}: {reason}")]
+            failed = f"{c.key[3]}: {type(e).__name__}: {reason}"
+            return [_compiled_record(settings, None, None, None, failed)]
         c.fn = _repeated(c.fn, c.sync, COMPILED_CALLS)
         c.sync = id
     _time_units([unit], 3 * settings.repeats, settings.group_budget_s)
     progress(f"  compiled L2: {len(unit[0].times)} rounds in {time.perf_counter() - t0:.1f} s")
     ours_c, native_c = unit
     ratio = _paired(ours_c, native_c)
+    ours_ms = ours_c.median * 1e3 / COMPILED_CALLS
+    native_ms = native_c.median * 1e3 / COMPILED_CALLS
+    return [_compiled_record(settings, ours_ms, native_ms, ratio)]
+
+
+def _compiled_record(
+    settings: Settings,
+    ours_ms: float | None,
+    native_ms: float | None,
+    ratio: float | None,
+    failed: str | None = None,
+) -> dict[str, Any]:
+    """The compiled L2 record: both times and their ratio, or ``failed`` (who did not
+    compile, and why: a miss)."""
     record: dict[str, Any] = {
         "size": "compiled",
         "backend": "torch",
@@ -753,33 +768,16 @@ def _compiled(
         "shape": list(COMPILED_SHAPE),
         "axes": "last",
         "op": "reduce_l2",
-        "ours_ms": ours_c.median * 1e3 / COMPILED_CALLS,
-        "native_ms": native_c.median * 1e3 / COMPILED_CALLS,
+        "ours_ms": ours_ms,
+        "native_ms": native_ms,
         "native": "torch.compile(vector_norm)",
         "vs_native": ratio,
         "target_vs_native": None if settings.contended else COMPILED_TARGET,
-        "meets": None if settings.contended else ratio <= COMPILED_TARGET,
+        "meets": None if settings.contended else ratio is not None and ratio <= COMPILED_TARGET,
     }
-    return [record]
-
-
-def _failed_compile(settings: Settings, who: str, reason: str) -> dict[str, Any]:
-    """The compiled record of a run where ``who`` did not compile: a miss, with why."""
-    return {
-        "size": "compiled",
-        "backend": "torch",
-        "dtype": "float32",
-        "shape": list(COMPILED_SHAPE),
-        "axes": "last",
-        "op": "reduce_l2",
-        "ours_ms": None,
-        "native_ms": None,
-        "native": "torch.compile(vector_norm)",
-        "vs_native": None,
-        "failed": f"{who}: {reason}",
-        "target_vs_native": None if settings.contended else COMPILED_TARGET,
-        "meets": None if settings.contended else False,
-    }
+    if failed is not None:
+        record["failed"] = failed
+    return record
 
 
 def _masked(
