@@ -34,6 +34,11 @@ _CASES: list[tuple[tuple[int, ...], tuple[int, ...] | None]] = [
     ((2, 2**20), (1,)),
     ((2**11, 2**10), (0,)),
     ((2**11, 2**10), None),
+    # Sums over the first axis in blocks of rows: a last block of 7 rows and 17 columns;
+    # two uneven runs of columns; three dimensions.
+    ((2**17 + 7, 17), (0,)),
+    ((48, 2**16 + 3), (0,)),
+    ((2**9 + 3, 64, 70), (0,)),
 ]
 
 _SPECIAL = {

@@ -111,19 +111,20 @@ def test_large_data_are_split(restore_threads: None) -> None:
             anyreduce.reduce_l1(_data(shape, "float32", 0, order), axes)
     finally:
         _threads._executor = original  # type: ignore[assignment]
-    # All but those whose only kept axis, of length 3, makes no two slabs of two.
-    unsplit = [
-        s for s, axes, order in _LARGE if max(n for i, n in enumerate(s) if i not in axes) == 3
-    ]
-    assert len(unsplit) == 2
-    assert calls == [3] * (len(_LARGE) - len(unsplit))
+    # All but (3, 2**20) over its last axis, Fortran-ordered: its only kept axis, of
+    # length 3, makes no two slabs of two. ((2**20, 3) over the first axis, C-ordered, is
+    # split into blocks of rows.) The calling thread works beside at most two pool
+    # threads, fewer where there are fewer jobs.
+    assert len(calls) == len(_LARGE) - 1
+    assert all(1 <= workers <= 2 for workers in calls), calls
 
 
 def test_operators_without_temporaries_split_a_following_axis_in_wide_runs(
     restore_threads: None,
 ) -> None:
-    """A sum over the first axis runs over columns in runs of at least WIDE_RUN: NumPy's
-    loop over short runs costs more than the threads give."""
+    """A maximum over the first axis runs over columns in runs of at least WIDE_RUN:
+    NumPy's loop over short runs costs more than the threads give. (Sums over the first
+    axis of C-ordered data are split into blocks of rows instead.)"""
     widths: list[int] = []
     anyreduce.set_num_threads(2)
     x = _data((1024, 4 * _threads.WIDE_RUN), "float32", 0)
@@ -135,16 +136,37 @@ def test_operators_without_temporaries_split_a_following_axis_in_wide_runs(
 
     _threads._in_jobs = recording  # type: ignore[assignment]
     try:
-        got = anyreduce.reduce_sum(x, 0)
-        anyreduce.reduce_l1(x, 0)
+        got = anyreduce.reduce_max(x, 0)
+        anyreduce.reduce_log_sum_exp(x, 0)
     finally:
         _threads._in_jobs = original  # type: ignore[assignment]
-    sum_widths, l1_widths = widths[:4], widths[4:]
-    assert sum_widths == [_threads.WIDE_RUN] * 4
-    assert l1_widths
-    assert max(l1_widths) < _threads.WIDE_RUN
+    max_widths, exp_widths = widths[:4], widths[4:]
+    assert max_widths == [_threads.WIDE_RUN] * 4
+    assert exp_widths
+    assert max(exp_widths) < _threads.WIDE_RUN
     anyreduce.set_num_threads(1)
-    assert _same_bits(got, anyreduce.reduce_sum(x, 0))
+    assert _same_bits(got, anyreduce.reduce_max(x, 0))
+
+
+def test_an_error_in_a_job_reaches_the_caller(restore_threads: None) -> None:
+    """A job that fails on a pool thread or on the calling thread raises in the caller,
+    no further job is started, and the next call works."""
+    anyreduce.set_num_threads(2)
+    bounds = [(i, i + 1) for i in range(64)]
+    ran: list[int] = []
+
+    def one(bound: tuple[int, int]) -> int:
+        ran.append(bound[0])
+        if bound[0] == 3:
+            msg = "job 3"
+            raise ZeroDivisionError(msg)
+        time.sleep(0.001)
+        return bound[0]
+
+    with pytest.raises(ZeroDivisionError, match="job 3"):
+        _threads.in_jobs(one, bounds, 1)
+    assert len(ran) < len(bounds)
+    assert _threads.in_jobs(lambda bound: bound[0], bounds, 5) == list(range(64))
 
 
 def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) -> None:

@@ -27,7 +27,16 @@ from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 from .._lib._memo import library_key, memo
 
-__all__ = ["KERNELS", "Context", "Kernel", "where_suspect", "whole"]
+__all__ = [
+    "KERNELS",
+    "Context",
+    "Kernel",
+    "magnitude",
+    "plain_total",
+    "square",
+    "where_suspect",
+    "whole",
+]
 
 Namespace = Any
 Array = Any
@@ -38,6 +47,8 @@ Merge = Callable[[Namespace, tuple[Array, ...], Axes], tuple[Array, ...]]
 Parts = Callable[
     [Namespace, Array, Axes, Partial, Merge, tuple[float, ...], Any], tuple[Array, ...]
 ]
+Term = Callable[[Namespace, Array], Array]
+Total = Callable[[Namespace, Term | None, Array, Axes, bool, Any], Array]
 
 
 def where_suspect(
@@ -65,9 +76,32 @@ def whole(
     return partial(xp, x, axes)
 
 
+def square(xp: Namespace, y: Array) -> Array:
+    """The term of a sum of squares."""
+    return xp.multiply(y, y)
+
+
+def magnitude(xp: Namespace, y: Array) -> Array:
+    """The term of an L1 norm."""
+    return xp.abs(y)
+
+
+def plain_total(
+    xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
+) -> Array:
+    """The sum over ``axes``, accumulated in ``dtype``, of ``term(xp, y)`` (of ``y`` itself
+    for None): the plain total of Sum, Mean, LogSum, SumSquare, L1 and L2.
+
+    An eager backend may compute the same values another way (one pass over the data, the
+    term taken block by block), given as ``Context.total``."""
+    return rsum(xp, y if term is None else term(xp, y), axes, keepdims, dtype)
+
+
 class Context(NamedTuple):
-    """What a kernel needs besides its data: the namespace, the caller's dtype, and how
-    suspect slices are recomputed (:func:`where_suspect` unless an eager backend says).
+    """What a kernel needs besides its data: the namespace, the caller's dtype, how
+    suspect slices are recomputed (:func:`where_suspect` unless an eager backend says),
+    how statistics of data in parts are merged, and how a plain total is taken
+    (:func:`plain_total`).
 
     A named tuple: one is made on every call, in 0.4 of a frozen dataclass's time."""
 
@@ -75,6 +109,7 @@ class Context(NamedTuple):
     dtype: Any
     select: Select = where_suspect
     parts: Parts = whole
+    total: Total = plain_total
 
 
 Kernel = Callable[[Array, Axes, bool, Context], Array]
@@ -202,7 +237,7 @@ def _linear_total(
     """
     xp = ctx.xp
     acc = _dtypes.compute_float(xp, ctx.dtype)
-    total = finish(rsum(xp, x, axes, keepdims, acc))
+    total = finish(ctx.total(xp, None, x, axes, keepdims, acc))
     if not axes or not _may_overflow(xp, x.dtype, acc):
         return total
 
@@ -238,17 +273,17 @@ def _sum_square(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     y = xp.astype(x, acc, copy=False)
     # Every term is positive: a partial sum never exceeds the total, so only a total
     # beyond the dtype's range overflows.
-    return _cast(xp, rsum(xp, xp.multiply(y, y), axes, keepdims, acc), ctx.dtype)
+    return _cast(xp, ctx.total(xp, square, y, axes, keepdims, acc), ctx.dtype)
 
 
 def _l1(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
     if _dtypes.is_integer(xp, ctx.dtype):
         # |min| wraps to min, as in two's complement; unsigned data are their own |x|.
-        magnitude = x if _dtypes.is_unsigned(xp, ctx.dtype) else xp.abs(x)
-        return rsum(xp, magnitude, axes, keepdims, x.dtype)
+        magnitudes = x if _dtypes.is_unsigned(xp, ctx.dtype) else xp.abs(x)
+        return rsum(xp, magnitudes, axes, keepdims, x.dtype)
     acc = _dtypes.compute_float(xp, ctx.dtype)
-    return _cast(xp, rsum(xp, xp.abs(x), axes, keepdims, acc), ctx.dtype)
+    return _cast(xp, ctx.total(xp, magnitude, x, axes, keepdims, acc), ctx.dtype)
 
 
 def _root(xp: Namespace, total: Array) -> Array:
@@ -330,8 +365,8 @@ def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         return _cast(xp, xp.abs(x), ctx.dtype)
     y = xp.astype(x, acc, copy=False)
     if x.dtype != acc and _squares_fit(xp, x.dtype, acc):
-        return _cast(xp, _root(xp, rsum(xp, xp.multiply(y, y), axes, keepdims, acc)), ctx.dtype)
-    total = rsum(xp, xp.multiply(y, y), axes, True, acc)
+        return _cast(xp, _root(xp, ctx.total(xp, square, y, axes, keepdims, acc)), ctx.dtype)
+    total = ctx.total(xp, square, y, axes, True, acc)
     info = xp.finfo(acc)
     # Each square flushed to zero is off by at most the smallest normal number: below
     # this floor that could exceed eps**2 * total per term.
@@ -465,7 +500,7 @@ def _log_sum(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         total = to_float(xp, total, ctx.dtype, wide)
         return float_to_int(xp, xp.log(total), ctx.dtype, x.dtype)
     acc = _dtypes.compute_float(xp, ctx.dtype)
-    total = rsum(xp, x, axes, keepdims, acc)
+    total = ctx.total(xp, None, x, axes, keepdims, acc)
     if not axes:
         return _cast(xp, xp.log(total), ctx.dtype)
     logs = xp.log(total)

@@ -12,7 +12,7 @@ from typing import Any
 import array_api_compat
 
 from .._agnostic import KERNELS, Context
-from .._agnostic._kernels import Parts, Select, where_suspect, whole
+from .._agnostic._kernels import Parts, Select, Total, plain_total, where_suspect, whole
 from .._lib import _dtypes
 
 __all__ = [
@@ -197,13 +197,15 @@ def run_kernel(
     axes: Axes,
     keepdims: bool,
     select: Select = where_suspect,
+    total: Total = plain_total,
 ) -> Array:
     """The generic kernel of ``op`` on non-empty ``x`` (of namespace ``xp``), run the way
-    ``profile``'s library needs, with ``select`` choosing careful slices."""
+    ``profile``'s library needs, with ``select`` choosing careful slices and ``total``
+    taking plain totals (an accelerator's, equal to :func:`plain_total`)."""
     dtype = x.dtype
     with profile.quiet():
         carried = profile.lift(x)
-        ctx = Context(profile.shim(xp), profile.logical(dtype), select, profile.parts)
+        ctx = Context(profile.shim(xp), profile.logical(dtype), select, profile.parts, total)
         result = KERNELS[op](carried, axes, keepdims, ctx)
         return profile.lower(xp, result, dtype)
 

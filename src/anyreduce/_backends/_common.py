@@ -12,9 +12,11 @@ from . import _threads
 from ._base import namespace_for
 
 __all__ = [
+    "BLOCK",
     "MERGES",
     "BareShim",
     "Shim",
+    "axis_block_sum",
     "blocked_sum",
     "every_axis_in_slabs",
     "isdtype_with_bfloat16",
@@ -118,27 +120,27 @@ def select_when_needed(
     return xp.where(suspect, careful(), plain)
 
 
-# Block length of the blocked float sum: each level adds at most this many terms in a row.
-_BLOCK = 16
+#: Block length of the blocked float sum: each level adds at most this many terms in a row.
+BLOCK = 16
 
 
-def _axis_block_sum(xp: Namespace, x: Array, axis: int, dtype: Any) -> Array:
-    """Sum over ``axis`` (kept, as length 1) in nested blocks of ``_BLOCK`` terms.
+def axis_block_sum(xp: Namespace, x: Array, axis: int, dtype: Any) -> Array:
+    """Sum over ``axis`` (kept, as length 1) in nested blocks of ``BLOCK`` terms.
 
-    The axis is split into (blocks, _BLOCK), a view: summing the short axis, then the
+    The axis is split into (blocks, BLOCK), a view: summing the short axis, then the
     block sums the same way, makes the error grow with log(n) levels, not with n.
     """
     n = x.shape[axis]
-    if n <= _BLOCK:
+    if n <= BLOCK:
         return xp.sum(x, axis=axis, keepdims=True, dtype=dtype)
-    blocks, rest = divmod(n, _BLOCK)
+    blocks, rest = divmod(n, BLOCK)
     before = (slice(None),) * axis
-    head_part = (*before, slice(0, blocks * _BLOCK), Ellipsis)
+    head_part = (*before, slice(0, blocks * BLOCK), Ellipsis)
     head = x[head_part] if rest else x
-    head = xp.reshape(head, (*x.shape[:axis], blocks, _BLOCK, *x.shape[axis + 1 :]))
-    total = _axis_block_sum(xp, xp.sum(head, axis=axis + 1, dtype=dtype), axis, dtype)
+    head = xp.reshape(head, (*x.shape[:axis], blocks, BLOCK, *x.shape[axis + 1 :]))
+    total = axis_block_sum(xp, xp.sum(head, axis=axis + 1, dtype=dtype), axis, dtype)
     if rest:
-        tail_part = (*before, slice(blocks * _BLOCK, n), Ellipsis)
+        tail_part = (*before, slice(blocks * BLOCK, n), Ellipsis)
         tail = x[tail_part]
         total = total + xp.sum(tail, axis=axis, keepdims=True, dtype=dtype)
     return total
@@ -170,7 +172,7 @@ def blocked_sum(base: Namespace) -> Callable[..., Array]:
         total = base.sum(x, axis=tuple(inner), keepdims=True, dtype=out) if inner else x
         for a in axes:
             if a not in inner:
-                total = _axis_block_sum(base, total, a, out)
+                total = axis_block_sum(base, total, a, out)
         if total.dtype != out:
             total = base.astype(total, out)
         return (

@@ -25,7 +25,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["flat_pieces", "flat_slabs", "get_num_threads", "set_num_threads", "split"]
+__all__ = [
+    "flat_pieces",
+    "flat_slabs",
+    "get_num_threads",
+    "in_jobs",
+    "set_num_threads",
+    "split",
+]
 
 Array = Any
 Axes = tuple[int, ...]
@@ -290,27 +297,68 @@ def flat_pieces(
     return _in_jobs(one, bounds, max(1, SLAB_ELEMENTS // longest), threaded)
 
 
+def in_jobs(
+    one: Callable[[tuple[int, int]], Array], bounds: list[tuple[int, int]], per_job: int
+) -> list[Array]:
+    """``one`` of every bound, in order, on pool threads ``per_job`` consecutive bounds at
+    a time (in turn on the calling thread where one thread is set or this is a pool
+    thread)."""
+    return _in_jobs(one, bounds, per_job, not getattr(_worker, "active", False))
+
+
 def _in_jobs(
     one: Callable[[tuple[int, int]], Array],
     bounds: list[tuple[int, int]],
     per_job: int,
     threaded: bool,
 ) -> list[Array]:
-    """``one`` of every bound, in order; on pool threads ``per_job`` consecutive bounds at
-    a time (on the calling thread where ``threaded`` is false or one thread is set)."""
+    """``one`` of every bound, in order; ``per_job`` consecutive bounds at a time, taken
+    by the calling thread and ``threads - 1`` pool threads alike, each claiming the next
+    job when it finishes one (in turn on the calling thread where ``threaded`` is false or
+    one thread is set).
 
-    def job(start: int) -> list[Array]:
+    The caller works too: on cores busy with other processes, a pool thread may wait
+    milliseconds to be scheduled, and the caller, already running, then takes its jobs.
+    """
+    starts = range(0, len(bounds), per_job)
+    results: list[list[Array]] = [[] for _ in starts]
+    threads = min(get_num_threads() if threaded else 1, len(starts))
+    claimed = 0
+    failed = False
+    lock = threading.Lock()
+
+    def claim() -> int | None:
+        nonlocal claimed
+        with lock:
+            if failed or claimed == len(starts):
+                return None
+            claimed += 1
+            return claimed - 1
+
+    def work() -> None:
+        nonlocal failed
         before = getattr(_worker, "active", False)
         _worker.active = True
         try:
-            return [one(bound) for bound in bounds[start : start + per_job]]
+            while (index := claim()) is not None:
+                start = starts[index]
+                results[index] = [one(bound) for bound in bounds[start : start + per_job]]
+        except BaseException:
+            failed = True  # the others claim no more jobs
+            raise
         finally:
             _worker.active = before
 
-    starts = range(0, len(bounds), per_job)
-    threads = get_num_threads() if threaded else 1
     if threads < 2:
-        jobs = [job(start) for start in starts]
+        work()
     else:
-        jobs = list(_executor(threads).map(job, starts))
-    return [result for results in jobs for result in results]
+        pool = _executor(threads - 1)
+        helpers = [pool.submit(work) for _ in range(threads - 1)]
+        try:
+            work()
+        finally:
+            for helper in helpers:
+                # One still queued behind other calls' jobs has nothing left to claim.
+                if not helper.cancel():
+                    helper.result()  # waits; re-raises a pool thread's error
+    return [result for results_ in results for result in results_]
