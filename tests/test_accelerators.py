@@ -128,6 +128,9 @@ def test_accelerator_equals_the_generic_kernel(
                     continue
                 normal = tuple(range(len(shape))) if axes is None else axes
                 ran = accelerator.run(op, data, normal, True, profile)
+                if math.prod(shape) < accelerator.min_elements:
+                    # The dispatch skips it for fewer elements: it must decline them.
+                    assert ran is None, f"{accelerator.name} ran {op} below min_elements"
                 if ran is None:  # declined: a layout it does not cover
                     continue
                 with no_accelerators():
@@ -163,6 +166,7 @@ def test_dispatch_never_calls_an_accelerator_outside_its_domain(
 
     def spy(op: str, x: Any, axes: Any, keepdims: bool, p: Profile) -> Any:
         calls.append((op, x.dtype))
+        assert math.prod(x.shape) >= accelerator.min_elements, f"{accelerator.name}: too small"
         return original(op, x, axes, keepdims, p)
 
     original = accelerator.run

@@ -11,6 +11,7 @@ generic kernel. Nothing else in the package branches on the backend.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import array_api_compat
@@ -123,7 +124,13 @@ def reduce(op: str, x: Array, axes: Axes, keepdims: bool, xp: Namespace) -> Arra
         declared, covering = _covering(op, xp, x.dtype)
         if declared is not profile.accelerators:  # replaced since (a test's spy, ...)
             covering = _covers(profile, op, xp, x.dtype)
+        size = -1
         for accelerator in covering:
+            if accelerator.min_elements:
+                if size < 0:
+                    size = math.prod(x.shape)
+                if size < accelerator.min_elements:
+                    continue
             result = accelerator.run(op, x, axes, keepdims, profile)
             if result is not None:
                 return result

@@ -128,6 +128,9 @@ class Accelerator:
     run : callable
         ``run(op, x, axes, keepdims, profile)``: the result in the caller's dtype, or None
         where it declines (a layout it does not cover).
+    min_elements : int
+        The fewest elements of the data it covers: the dispatch does not call it for
+        fewer (``run`` would decline them), so a small call does not pay for it.
     """
 
     name: str
@@ -137,6 +140,7 @@ class Accelerator:
     earned: str
     exact: bool
     run: Callable[[str, Array, Axes, bool, Profile], Array | None] = field(repr=False)
+    min_elements: int = 0
 
     def covers_call(self, op: str, dtype_name: str | None) -> bool:
         """Whether the declared operators and dtypes include this call."""

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from .._lib._memo import library_key, memo
+from . import _threads
 from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
 from ._common import Shim, named
 
@@ -122,7 +123,7 @@ def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     import jax
     import numpy as np
 
-    from . import _threads, reduce
+    from . import reduce
 
     devices = x.devices()
     if len(devices) != 1 or x.size < 2 * _threads.SLAB_ELEMENTS:
@@ -150,6 +151,7 @@ _THROUGH_NUMPY = Accelerator(
     ),
     exact=False,
     run=_through_numpy,
+    min_elements=_threads.LARGE,
 )
 
 PROFILE = Profile(

@@ -41,6 +41,9 @@ Axes = tuple[int, ...]
 #: 1% of a float32 sum of this size, and a temporary of this size stays in the L2/L3 cache.
 SLAB_ELEMENTS = 2**20
 
+#: The fewest elements of data that are split: two slabs.
+LARGE = 2 * SLAB_ELEMENTS
+
 #: Positions of a kept axis that follows a reduced axis (columns, for a sum over the first
 #: axis) a slab holds at least, for operators with no element-wise temporary: NumPy runs
 #: the reduced axis as an outer loop over runs of this length, and short runs cost more

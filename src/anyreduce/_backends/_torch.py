@@ -152,6 +152,7 @@ _SLABS = Accelerator(
     ),
     exact=False,
     run=_in_slabs,
+    min_elements=_threads.LARGE,
 )
 
 
@@ -191,6 +192,7 @@ _FLOAT16_THROUGH_NUMPY = Accelerator(
     ),
     exact=False,
     run=_through_numpy,
+    min_elements=_threads.LARGE,
 )
 
 _TEMPORARIES_THROUGH_NUMPY = Accelerator(
@@ -210,6 +212,7 @@ _TEMPORARIES_THROUGH_NUMPY = Accelerator(
     ),
     exact=False,
     run=_through_numpy,
+    min_elements=_threads.LARGE,
 )
 
 
@@ -231,6 +234,7 @@ _INTEGERS_THROUGH_NUMPY = Accelerator(
     ),
     exact=False,
     run=_through_numpy,
+    min_elements=_threads.LARGE,
 )
 
 
@@ -257,6 +261,7 @@ _EVERY_AXIS = Accelerator(
     ),
     exact=False,
     run=_every_axis,
+    min_elements=_threads.LARGE,
 )
 
 
