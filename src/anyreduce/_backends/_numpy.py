@@ -217,11 +217,59 @@ def _first_axis(y: Array, axes: Axes, dtype: Any) -> bool:
     )
 
 
-def _first_axis_total(
+def _every_axis_in_one(y: Array, axes: Axes, dtype: Any) -> bool:
+    """Whether ``y`` is C-ordered float32 or float64 ndarray data in native byte order, of
+    at least two slabs, summed in its own dtype over every axis."""
+    import numpy as np
+
+    return (
+        len(axes) == y.ndim
+        and type(y) is np.ndarray
+        and y.dtype == dtype
+        and y.dtype.kind == "f"
+        and y.dtype.itemsize >= 4
+        and y.dtype.isnative
+        and y.flags.c_contiguous
+        and y.size >= _threads.LARGE
+    )
+
+
+def _one_pass_total(
     xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
 ) -> Array:
-    """:func:`plain_total` bit for bit, for the data :func:`_first_axis` accepts (else
-    ``plain_total`` itself), in one pass over them.
+    """:func:`plain_total` bit for bit, in one pass over the data, for the layouts
+    :func:`_first_axis` and :func:`_every_axis_in_one` accept (else ``plain_total``
+    itself)."""
+    if term not in (None, square, magnitude):
+        return plain_total(xp, term, y, axes, keepdims, dtype)
+    if _first_axis(y, axes, dtype):
+        return _first_axis_total(xp, term, y, keepdims, dtype)
+    if _every_axis_in_one(y, axes, dtype):
+        return _every_axis_total(term, y, keepdims, dtype)
+    return plain_total(xp, term, y, axes, keepdims, dtype)
+
+
+def _every_axis_total(term: Term | None, y: Array, keepdims: bool, dtype: Any) -> Array:
+    """The sum of ``term`` over every axis of ``y``: NumPy sums C-ordered data over every
+    axis pairwise, as one run; the pieces of that pairwise sum of at most a tile's
+    elements are summed alone on pool threads, each term written into a fresh tile, and
+    their sums added as NumPy adds its halves."""
+    import numpy as np
+
+    apply = None if term is None else _in_place_term(term)
+
+    def terms(piece: Array) -> Array:
+        return piece if apply is None else apply(piece, np.empty_like(piece))
+
+    tile = max(128, min(_TILE, y.size // 64))
+    total = np.asarray(_pairwise_sum(y, terms, tile), dtype=dtype)
+    return total.reshape((1,) * y.ndim if keepdims else ())
+
+
+def _first_axis_total(
+    xp: Namespace, term: Term | None, y: Array, keepdims: bool, dtype: Any
+) -> Array:
+    """The sum of ``term`` over the first axis of the data :func:`_first_axis` accepts.
 
     The blocked sum (``axis_block_sum``) first adds the terms of each 16 rows, row after
     row; that level is taken tile by tile, each tile's terms written into a small buffer
@@ -231,8 +279,6 @@ def _first_axis_total(
     """
     import numpy as np
 
-    if not _first_axis(y, axes, dtype) or term not in (None, square, magnitude):
-        return plain_total(xp, term, y, axes, keepdims, dtype)
     rows = y.shape[0]
     width = y.size // rows
     flat = y.reshape(rows, width)
@@ -290,7 +336,24 @@ def _first_axis_in_one_pass(
         axes,
         keepdims,
         select=select_when_needed,
-        total=_first_axis_total,
+        total=_one_pass_total,
+    )
+
+
+def _every_axis_in_one_pass(
+    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
+) -> Array | None:
+    if not _every_axis_in_one(x, axes, x.dtype):
+        return None
+    return run_kernel(
+        profile,
+        namespace_for(x),
+        op,
+        x,
+        axes,
+        keepdims,
+        select=select_when_needed,
+        total=_one_pass_total,
     )
 
 
@@ -313,6 +376,27 @@ _FIRST_AXIS = Accelerator(
     ),
     exact=True,
     run=_first_axis_in_one_pass,
+    min_elements=_threads.LARGE,
+)
+
+_EVERY_AXIS_IN_ONE_PASS = Accelerator(
+    name="every-axis-in-one-pass",
+    ops=_FIRST_AXIS.ops,
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "C-ordered ndarrays in native byte order of at least 2**21 elements reduced over "
+        "every axis: the pieces of NumPy's pairwise sum of at most 2**18 elements, each "
+        "term (x**2, |x|) in a tile of its own, summed on pool threads and added as NumPy "
+        "adds its halves"
+    ),
+    earned=(
+        "float32 (4096, 8192), every axis, same run: Sum, Mean and LogSum 12.5 -> 8.1 ms "
+        "(NumPy's own sum runs on one thread); SumSquare, L1 and L2 as fast as "
+        "every-axis-in-slabs (13.0-14.4 ms) and bit for bit the generic kernel, where "
+        "that one is held to the accuracy bound"
+    ),
+    exact=True,
+    run=_every_axis_in_one_pass,
     min_elements=_threads.LARGE,
 )
 
@@ -501,7 +585,8 @@ def _pairwise_sum(x: Array, terms: Callable[[Array], Array], elements: int) -> A
     tree = _pairwise_tree(0, x.size, max(elements, 128))
 
     def piece_sum(piece: Array) -> Any:
-        return np.add.reduce(terms(piece))
+        with numpy_quiet():  # a pool thread has NumPy's default error state
+            return np.add.reduce(terms(piece))
 
     sums = _threads.flat_pieces(x, _leaves(tree), piece_sum)
     return _add_as_tree(tree, iter(sums))
@@ -633,6 +718,7 @@ PROFILE = Profile(
     accelerators=(
         _WIDENED_IN_SLABS,
         _FIRST_AXIS,
+        _EVERY_AXIS_IN_ONE_PASS,
         _THREADS,
         _IN_PIECES,
         _EVERY_AXIS,
