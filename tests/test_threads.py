@@ -113,10 +113,8 @@ def test_large_data_are_split(restore_threads: None) -> None:
         _threads._executor = original  # type: ignore[assignment]
     # All but (3, 2**20) over its last axis, Fortran-ordered: its only kept axis, of
     # length 3, makes no two slabs of two. ((2**20, 3) over the first axis, C-ordered, is
-    # split into blocks of rows.) The calling thread works beside at most two pool
-    # threads, fewer where there are fewer jobs.
-    assert len(calls) == len(_LARGE) - 1
-    assert all(1 <= workers <= 2 for workers in calls), calls
+    # split into blocks of rows.) The calling thread works beside a pool of two threads.
+    assert calls == [2] * (len(_LARGE) - 1)
 
 
 def test_operators_without_temporaries_split_a_following_axis_in_wide_runs(
@@ -167,6 +165,19 @@ def test_an_error_in_a_job_reaches_the_caller(restore_threads: None) -> None:
         _threads.in_jobs(one, bounds, 1)
     assert len(ran) < len(bounds)
     assert _threads.in_jobs(lambda bound: bound[0], bounds, 5) == list(range(64))
+
+
+def test_the_pool_stays_while_the_setting_does(restore_threads: None) -> None:
+    """Calls with fewer jobs than threads use the same pool as calls with many."""
+    anyreduce.set_num_threads(3)
+    assert _threads.in_jobs(lambda bound: bound[0], [(0, 1), (1, 2)], 1) == [0, 1]
+    pool = _threads._State.pool
+    assert pool is not None
+    assert _threads.in_jobs(lambda bound: bound[0], [(i, i + 1) for i in range(9)], 1) == [
+        *range(9)
+    ]
+    assert _threads.in_jobs(lambda bound: bound[0], [(0, 1), (1, 2)], 1) == [0, 1]
+    assert _threads._State.pool is pool
 
 
 def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) -> None:

@@ -325,7 +325,8 @@ def _in_jobs(
     """
     starts = range(0, len(bounds), per_job)
     results: list[list[Array]] = [[] for _ in starts]
-    threads = min(get_num_threads() if threaded else 1, len(starts))
+    wanted = get_num_threads() if threaded else 1
+    threads = min(wanted, len(starts))
     claimed = 0
     failed = False
     lock = threading.Lock()
@@ -355,7 +356,7 @@ def _in_jobs(
     if threads < 2:
         work()
     else:
-        pool = _executor(threads - 1)
+        pool = _executor(wanted - 1)  # its size depends on the setting alone
         helpers = [pool.submit(work) for _ in range(threads - 1)]
         try:
             work()
