@@ -198,33 +198,13 @@ def _in_place_term(term: Term) -> Callable[[Array, Array], Array]:
     return lambda part, out: np.absolute(part, out=out)
 
 
-def _first_axis(y: Array, axes: Axes, dtype: Any) -> bool:
-    """Whether ``y`` is C-ordered float32 or float64 ndarray data in native byte order,
-    of at least two slabs and 32 rows, summed in its own dtype over its first axis only."""
-    import numpy as np
-
-    return (
-        axes == (0,)
-        and type(y) is np.ndarray
-        and y.ndim >= 2
-        and y.dtype == dtype
-        and y.dtype.kind == "f"
-        and y.dtype.itemsize >= 4
-        and y.dtype.isnative
-        and y.flags.c_contiguous
-        and y.shape[0] >= 2 * BLOCK
-        and y.size >= 2 * _threads.SLAB_ELEMENTS
-    )
-
-
-def _every_axis_in_one(y: Array, axes: Axes, dtype: Any) -> bool:
+def _plain_float_data(y: Array, dtype: Any) -> bool:
     """Whether ``y`` is C-ordered float32 or float64 ndarray data in native byte order, of
-    at least two slabs, summed in its own dtype over every axis."""
+    at least two slabs, summed in its own dtype."""
     import numpy as np
 
     return (
-        len(axes) == y.ndim
-        and type(y) is np.ndarray
+        type(y) is np.ndarray
         and y.dtype == dtype
         and y.dtype.kind == "f"
         and y.dtype.itemsize >= 4
@@ -232,6 +212,17 @@ def _every_axis_in_one(y: Array, axes: Axes, dtype: Any) -> bool:
         and y.flags.c_contiguous
         and y.size >= _threads.LARGE
     )
+
+
+def _first_axis(y: Array, axes: Axes, dtype: Any) -> bool:
+    """Whether ``y`` is :func:`_plain_float_data` of at least 32 rows summed over its first
+    axis only."""
+    return axes == (0,) and y.ndim >= 2 and y.shape[0] >= 2 * BLOCK and _plain_float_data(y, dtype)
+
+
+def _every_axis_in_one(y: Array, axes: Axes, dtype: Any) -> bool:
+    """Whether ``y`` is :func:`_plain_float_data` summed over every axis."""
+    return len(axes) == y.ndim and _plain_float_data(y, dtype)
 
 
 def _one_pass_total(
@@ -323,38 +314,19 @@ def _first_axis_total(
     return total.reshape((1,) * keepdims + tuple(y.shape[1:]))
 
 
-def _first_axis_in_one_pass(
-    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
-) -> Array | None:
-    if not _first_axis(x, axes, x.dtype):
-        return None
-    return run_kernel(
-        profile,
-        namespace_for(x),
-        op,
-        x,
-        axes,
-        keepdims,
-        select=select_when_needed,
-        total=_one_pass_total,
-    )
+def _in_one_pass(layout: Callable[[Array, Axes, Any], bool]) -> Callable[..., Array | None]:
+    """An accelerator's ``run``: the generic kernel with :func:`_one_pass_total`, for data
+    in ``layout``, and the careful form only where some slice needs it."""
 
+    def run(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+        if not layout(x, axes, x.dtype):
+            return None
+        xp = namespace_for(x)
+        return run_kernel(
+            profile, xp, op, x, axes, keepdims, select=select_when_needed, total=_one_pass_total
+        )
 
-def _every_axis_in_one_pass(
-    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
-) -> Array | None:
-    if not _every_axis_in_one(x, axes, x.dtype):
-        return None
-    return run_kernel(
-        profile,
-        namespace_for(x),
-        op,
-        x,
-        axes,
-        keepdims,
-        select=select_when_needed,
-        total=_one_pass_total,
-    )
+    return run
 
 
 _FIRST_AXIS = Accelerator(
@@ -375,7 +347,7 @@ _FIRST_AXIS = Accelerator(
         "processes SumSquare 56-64 -> 20-21 ms, Sum 15-17 -> 12-16"
     ),
     exact=True,
-    run=_first_axis_in_one_pass,
+    run=_in_one_pass(_first_axis),
     min_elements=_threads.LARGE,
 )
 
@@ -396,7 +368,7 @@ _EVERY_AXIS_IN_ONE_PASS = Accelerator(
         "that one is held to the accuracy bound"
     ),
     exact=True,
-    run=_every_axis_in_one_pass,
+    run=_in_one_pass(_every_axis_in_one),
     min_elements=_threads.LARGE,
 )
 
