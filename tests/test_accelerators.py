@@ -26,12 +26,14 @@ _REGISTERED = _backends.accelerators()
 
 Case = tuple[tuple[int, ...], tuple[int, ...] | None]
 
-# NumPy's sums over the first axis in blocks of rows (and PyTorch's, through NumPy): a last
-# block of 7 rows and 17 columns; two uneven runs of columns; three dimensions.
-_BLOCKS_OF_ROWS: list[Case] = [
+# NumPy's layouts (and PyTorch's, through NumPy). Sums over the first axis in blocks of
+# rows: a last block of 7 rows and 17 columns; two uneven runs of columns; three
+# dimensions. Sums over a trailing run of two axes, in tiles of rows: rows of an odd width.
+_NUMPY_LAYOUTS: list[Case] = [
     ((2**17 + 7, 17), (0,)),
     ((48, 2**16 + 3), (0,)),
     ((2**9 + 3, 64, 70), (0,)),
+    ((33, 2**8, 2**8 + 3), (1, 2)),
 ]
 
 # Shapes and axes each accelerator is tried on: small, and large enough for the threaded
@@ -44,7 +46,7 @@ _CASES: list[Case] = [
     ((2, 2**20), (1,)),
     ((2**11, 2**10), (0,)),
     ((2**11, 2**10), None),
-    *_BLOCKS_OF_ROWS,
+    *_NUMPY_LAYOUTS,
 ]
 
 _SPECIAL = {
@@ -112,7 +114,7 @@ def test_accelerator_equals_the_generic_kernel(
     axes: tuple[int, ...] | None,
 ) -> None:
     profile, accelerator = entry
-    if (shape, axes) in _BLOCKS_OF_ROWS and profile.name not in {"numpy", "torch"}:
+    if (shape, axes) in _NUMPY_LAYOUTS and profile.name not in {"numpy", "torch"}:
         pytest.skip("a NumPy layout: the other libraries' large cases are above")
     backend = _backend(profile)
     large = math.prod(shape) > 2**16

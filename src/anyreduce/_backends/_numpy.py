@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -225,19 +226,60 @@ def _every_axis_in_one(y: Array, axes: Axes, dtype: Any) -> bool:
     return len(axes) == y.ndim and _plain_float_data(y, dtype)
 
 
+def _last_axes(y: Array, axes: Axes, dtype: Any) -> bool:
+    """Whether ``y`` is :func:`_plain_float_data` summed over a trailing run of its axes
+    that leaves at least one axis."""
+    k = y.ndim - len(axes)
+    return 0 < k and axes == tuple(range(k, y.ndim)) and _plain_float_data(y, dtype)
+
+
 def _one_pass_total(
     xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
 ) -> Array:
     """:func:`plain_total` bit for bit, in one pass over the data, for the layouts
-    :func:`_first_axis` and :func:`_every_axis_in_one` accept (else ``plain_total``
-    itself)."""
+    :func:`_first_axis`, :func:`_every_axis_in_one` and :func:`_last_axes` accept (else
+    ``plain_total`` itself)."""
     if term not in (None, square, magnitude):
         return plain_total(xp, term, y, axes, keepdims, dtype)
     if _first_axis(y, axes, dtype):
         return _first_axis_total(xp, term, y, keepdims, dtype)
     if _every_axis_in_one(y, axes, dtype):
         return _every_axis_total(term, y, keepdims, dtype)
+    if _last_axes(y, axes, dtype):
+        return _last_axes_total(term, y, len(axes), keepdims, dtype)
     return plain_total(xp, term, y, axes, keepdims, dtype)
+
+
+def _last_axes_total(term: Term | None, y: Array, reduced: int, keepdims: bool, dtype: Any) -> Array:
+    """The sum of ``term`` over the last ``reduced`` axes of ``y``: NumPy sums each row
+    (the run of those axes) pairwise by itself, so rows are summed a tile at a time, the
+    term of a tile's rows written into a buffer that stays in the cache, on pool threads
+    (jobs of consecutive rows, fixed by the shape alone)."""
+    import numpy as np
+
+    kept = y.shape[: y.ndim - reduced]
+    rows = math.prod(kept)
+    width = y.size // rows
+    flat = y.reshape(rows, width)
+    out = np.empty(rows, dtype)
+    group = max(1, _TILE // width)  # rows a tile holds (one row, where it is longer)
+    apply = None if term is None else _in_place_term(term)
+
+    def job(bound: tuple[int, int]) -> None:
+        start, stop = bound
+        buffer = None if apply is None else np.empty(min(group, stop - start) * width, dtype)
+        with numpy_quiet():  # a pool thread has NumPy's default error state
+            for first in range(start, stop, group):
+                last = min(first + group, stop)
+                part = flat[first:last]
+                if apply is not None:
+                    part = apply(part, buffer[: part.size].reshape(part.shape))
+                np.add.reduce(part, axis=1, out=out[first:last])
+
+    per_job = group * max(1, _threads.SLAB_ELEMENTS // (group * width))
+    bounds = [(r, min(r + per_job, rows)) for r in range(0, rows, per_job)]
+    _threads.in_jobs(job, bounds, 1)
+    return out.reshape(kept + (1,) * reduced if keepdims else kept)
 
 
 def _every_axis_total(term: Term | None, y: Array, keepdims: bool, dtype: Any) -> Array:
@@ -369,6 +411,29 @@ _EVERY_AXIS_IN_ONE_PASS = Accelerator(
     ),
     exact=True,
     run=_in_one_pass(_every_axis_in_one),
+    min_elements=_threads.LARGE,
+)
+
+
+_LAST_AXES_IN_ONE_PASS = Accelerator(
+    name="last-axes-in-one-pass",
+    # Sum, Mean and LogSum make no temporary: ``threads`` sums their slabs in fewer calls
+    # (float32 (4096, 8192), last axis, same run: Sum 12.5 ms there, 14.5 here).
+    ops=frozenset({"reduce_sum_square", "reduce_l1", "reduce_l2"}),
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "C-ordered ndarrays in native byte order of at least 2**21 elements reduced over a "
+        "trailing run of axes that leaves one: rows a tile at a time, each tile's term "
+        "(x**2, |x|) in a buffer of 2**18 elements, summed on pool threads"
+    ),
+    earned=(
+        "float32 (4096, 8192) over the last axis, medians of 25 in one run: idle SumSquare "
+        "22.9 -> 15.3 ms, L2 19.2 -> 16.6 (np.einsum 17.0); beside two spinning processes "
+        "SumSquare 40.5 -> 30.9, L2 42.9 -> 28.8 (np.einsum 30.6), PyTorch's through NumPy "
+        "alike; each slab's temporary was 4 MiB"
+    ),
+    exact=True,
+    run=_in_one_pass(_last_axes),
     min_elements=_threads.LARGE,
 )
 
@@ -691,6 +756,7 @@ PROFILE = Profile(
         _WIDENED_IN_SLABS,
         _FIRST_AXIS,
         _EVERY_AXIS_IN_ONE_PASS,
+        _LAST_AXES_IN_ONE_PASS,
         _THREADS,
         _IN_PIECES,
         _EVERY_AXIS,
