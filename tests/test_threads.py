@@ -180,10 +180,17 @@ def test_the_pool_stays_while_the_setting_does(restore_threads: None) -> None:
     assert _threads._State.pool is pool
 
 
-def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) -> None:
+# Sum over the last axis takes ``threads`` (slabs); L2 takes ``last-axes-in-one-pass``
+# (tiles of rows, each job with its own buffer).
+_RACED = ["reduce_sum", "reduce_l2"]
+
+
+@pytest.mark.parametrize("op", _RACED)
+def test_setting_the_thread_count_while_threads_reduce(restore_threads: None, op: str) -> None:
     x = _data((2**11, 2**10), "float32", 1)
+    reduce = getattr(anyreduce, op)
     anyreduce.set_num_threads(1)
-    want = anyreduce.reduce_sum(x, 1)
+    want = reduce(x, 1)
     errors: list[BaseException] = []
     wrong: list[int] = []
     stop = threading.Event()
@@ -191,7 +198,7 @@ def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) ->
     def reduce_repeatedly() -> None:
         try:
             while not stop.is_set():
-                if not _same_bits(anyreduce.reduce_sum(x, 1), want):
+                if not _same_bits(reduce(x, 1), want):
                     wrong.append(1)
         except BaseException as e:  # noqa: BLE001 - reported by the test thread
             errors.append(e)
@@ -222,16 +229,18 @@ def test_setting_the_thread_count_while_threads_reduce(restore_threads: None) ->
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 @pytest.mark.parametrize("reducing", [1, 3])
-def test_fork_while_threads_reduce(restore_threads: None, reducing: int) -> None:
+@pytest.mark.parametrize("op", _RACED)
+def test_fork_while_threads_reduce(restore_threads: None, reducing: int, op: str) -> None:
     """A child forked while other threads reduce finishes its own (threaded) reduction."""
     x = _data((2**11, 2**10), "float32", 2)
+    reduce = getattr(anyreduce, op)
     anyreduce.set_num_threads(2)
-    want = anyreduce.reduce_sum(x, 1)
+    want = reduce(x, 1)
     stop = threading.Event()
 
     def reduce_repeatedly() -> None:
         while not stop.is_set():
-            anyreduce.reduce_sum(x, 1)
+            reduce(x, 1)
 
     workers = [threading.Thread(target=reduce_repeatedly) for _ in range(reducing)]
     for w in workers:
@@ -242,7 +251,7 @@ def test_fork_while_threads_reduce(restore_threads: None, reducing: int) -> None
         if pid == 0:  # the child: its own reduction, then out without pytest's teardown
             code = 1
             try:
-                code = 0 if _same_bits(anyreduce.reduce_sum(x, 1), want) else 2
+                code = 0 if _same_bits(reduce(x, 1), want) else 2
             finally:
                 os._exit(code)
         status = _wait(pid, timeout=30.0)
