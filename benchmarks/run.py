@@ -1,6 +1,6 @@
 """Run the full benchmark and refresh its published results.
 
-    python benchmarks/run.py            # the default suite (under 5 minutes on 2 cores)
+    python benchmarks/run.py            # the default suite (5-6 minutes on 2 cores)
     python benchmarks/run.py --quick    # a smoke test, about a minute
 
 Writes ``benchmarks/results/latest.json``, ``docs/performance-ratios.png`` and the tables
