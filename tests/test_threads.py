@@ -180,9 +180,9 @@ def test_the_pool_stays_while_the_setting_does(restore_threads: None) -> None:
     assert _threads._State.pool is pool
 
 
-# Sum over the last axis takes ``threads`` (slabs); L2 takes ``last-axes-in-one-pass``
-# (tiles of rows, each job with its own buffer).
-_RACED = ["reduce_sum", "reduce_l2"]
+# Over the last axis Sum and L2 take ``last-axes-in-one-pass`` (jobs of rows; L2's with
+# a buffer each), Max takes ``threads`` (a kernel a slab).
+_RACED = ["reduce_sum", "reduce_l2", "reduce_max"]
 
 
 @pytest.mark.parametrize("op", _RACED)

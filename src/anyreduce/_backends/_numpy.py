@@ -262,8 +262,11 @@ def _last_axes_total(term: Term | None, y: Array, reduced: int, keepdims: bool, 
     width = y.size // rows
     flat = y.reshape(rows, width)
     out = np.empty(rows, dtype)
-    group = max(1, _TILE // width)  # rows a tile holds (one row, where it is longer)
     apply = None if term is None else _in_place_term(term)
+    # Rows a tile holds (one row, where it is longer); without a term there is no buffer
+    # to keep in the cache, and a tile is a job's slab.
+    tile = _threads.SLAB_ELEMENTS if apply is None else _TILE
+    group = max(1, tile // width)
 
     def job(bound: tuple[int, int]) -> None:
         start, stop = bound
@@ -417,20 +420,20 @@ _EVERY_AXIS_IN_ONE_PASS = Accelerator(
 
 _LAST_AXES_IN_ONE_PASS = Accelerator(
     name="last-axes-in-one-pass",
-    # Sum, Mean and LogSum make no temporary: ``threads`` sums their slabs in fewer calls
-    # (float32 (4096, 8192), last axis, same run: Sum 12.5 ms there, 14.5 here).
-    ops=frozenset({"reduce_sum_square", "reduce_l1", "reduce_l2"}),
+    ops=_FIRST_AXIS.ops,
     dtypes=frozenset({"float32", "float64"}),
     covers=(
         "C-ordered ndarrays in native byte order of at least 2**21 elements reduced over a "
         "trailing run of axes that leaves one: rows a tile at a time, each tile's term "
-        "(x**2, |x|) in a buffer of 2**18 elements, summed on pool threads"
+        "(x**2, |x|) in a buffer of 2**18 elements, summed on pool threads; the kernel "
+        "itself runs once, where ``threads`` runs it for each slab"
     ),
     earned=(
         "float32 (4096, 8192) over the last axis, medians of 25 in one run: idle SumSquare "
-        "22.9 -> 15.3 ms, L2 19.2 -> 16.6 (np.einsum 17.0); beside two spinning processes "
-        "SumSquare 40.5 -> 30.9, L2 42.9 -> 28.8 (np.einsum 30.6), PyTorch's through NumPy "
-        "alike; each slab's temporary was 4 MiB"
+        "22.9 -> 15.3 ms, L2 19.2 -> 16.6 (np.einsum 17.0), Sum, Mean and LogSum "
+        "10.9-11.2 -> 9.4-9.6; beside two spinning processes SumSquare 40.5 -> 30.9, L2 "
+        "42.9 -> 28.8 (np.einsum 30.6), Sum 18.0 -> 15.2; PyTorch's through NumPy alike. "
+        "Each slab's temporary was 4 MiB"
     ),
     exact=True,
     run=_in_one_pass(_last_axes),
