@@ -226,11 +226,23 @@ def _every_axis_in_one(y: Array, axes: Axes, dtype: Any) -> bool:
     return len(axes) == y.ndim and _plain_float_data(y, dtype)
 
 
+#: The shortest row (run of reduced elements) :func:`_last_axes` takes. The kernel runs
+#: once, and its element-wise steps on the result (L2's root, the range tests) make
+#: temporaries of the result's size: float32 (1048576, 3) L2 over the last axis held
+#: 117% of the input so, 72% in ``threads``' slabs.
+_LAST_AXES_ROW = 64
+
+
 def _last_axes(y: Array, axes: Axes, dtype: Any) -> bool:
     """Whether ``y`` is :func:`_plain_float_data` summed over a trailing run of its axes
-    that leaves at least one axis."""
+    that leaves at least one axis, in rows of at least ``_LAST_AXES_ROW`` elements."""
     k = y.ndim - len(axes)
-    return 0 < k and axes == tuple(range(k, y.ndim)) and _plain_float_data(y, dtype)
+    return (
+        k > 0
+        and axes == tuple(range(k, y.ndim))
+        and math.prod(y.shape[k:]) >= _LAST_AXES_ROW
+        and _plain_float_data(y, dtype)
+    )
 
 
 def _one_pass_total(
@@ -250,7 +262,9 @@ def _one_pass_total(
     return plain_total(xp, term, y, axes, keepdims, dtype)
 
 
-def _last_axes_total(term: Term | None, y: Array, reduced: int, keepdims: bool, dtype: Any) -> Array:
+def _last_axes_total(
+    term: Term | None, y: Array, reduced: int, keepdims: bool, dtype: Any
+) -> Array:
     """The sum of ``term`` over the last ``reduced`` axes of ``y``: NumPy sums each row
     (the run of those axes) pairwise by itself, so rows are summed a tile at a time, the
     term of a tile's rows written into a buffer that stays in the cache, on pool threads
@@ -270,7 +284,7 @@ def _last_axes_total(term: Term | None, y: Array, reduced: int, keepdims: bool, 
 
     def job(bound: tuple[int, int]) -> None:
         start, stop = bound
-        buffer = None if apply is None else np.empty(min(group, stop - start) * width, dtype)
+        buffer = np.empty(0 if apply is None else min(group, stop - start) * width, dtype)
         with numpy_quiet():  # a pool thread has NumPy's default error state
             for first in range(start, stop, group):
                 last = min(first + group, stop)
@@ -424,9 +438,9 @@ _LAST_AXES_IN_ONE_PASS = Accelerator(
     dtypes=frozenset({"float32", "float64"}),
     covers=(
         "C-ordered ndarrays in native byte order of at least 2**21 elements reduced over a "
-        "trailing run of axes that leaves one: rows a tile at a time, each tile's term "
-        "(x**2, |x|) in a buffer of 2**18 elements, summed on pool threads; the kernel "
-        "itself runs once, where ``threads`` runs it for each slab"
+        "trailing run of axes that leaves one, in rows of 64 elements or more: rows a tile "
+        "at a time, each tile's term (x**2, |x|) in a buffer of 2**18 elements, summed on "
+        "pool threads; the kernel itself runs once, where ``threads`` runs it for each slab"
     ),
     earned=(
         "float32 (4096, 8192) over the last axis, medians of 25 in one run: idle SumSquare "
