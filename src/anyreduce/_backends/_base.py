@@ -18,6 +18,7 @@ from .._lib import _dtypes
 __all__ = [
     "ALL_DTYPES",
     "ALL_OPS",
+    "EXTREMES",
     "Accelerator",
     "Profile",
     "accelerators_enabled",
@@ -34,6 +35,8 @@ Axes = tuple[int, ...]
 #: Every operator, and every dtype name the contract has (spec §3), for accelerators that
 #: cover them all.
 ALL_OPS = frozenset(KERNELS)
+#: Max and Min: no sum, no temporary, exact in any order.
+EXTREMES = frozenset({"reduce_max", "reduce_min"})
 ALL_DTYPES = frozenset(
     {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
     | {"float16", "bfloat16", "float32", "float64"}

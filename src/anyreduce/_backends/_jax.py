@@ -7,7 +7,7 @@ from typing import Any
 
 from .._lib._memo import library_key, memo
 from . import _threads
-from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, run_kernel
+from ._base import ALL_DTYPES, ALL_OPS, EXTREMES, Accelerator, Profile, run_kernel
 from ._common import Shim, named
 
 __all__ = ["PROFILE"]
@@ -113,7 +113,6 @@ def _jit(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Arr
 # propagate it. (Sums over a leading axis were faster through NumPy too, float32 (4096,
 # 8192) 17.0 -> 10.1 ms, but NumPy adds in another order: a sum that cancels to near zero
 # then differs beyond the accuracy bound relative to its value.)
-_EXTREMES = frozenset({"reduce_max", "reduce_min"})
 
 
 def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
@@ -138,7 +137,7 @@ def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
 
 _THROUGH_NUMPY = Accelerator(
     name="through-numpy",
-    ops=_EXTREMES,
+    ops=EXTREMES,
     dtypes=frozenset({"float32", "float64"}),
     covers=(
         "arrays on one CPU device of at least 2**21 elements, any axes; the NumPy profile "

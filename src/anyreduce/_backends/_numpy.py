@@ -8,10 +8,18 @@ from typing import Any
 
 import array_api_compat
 
-from .._agnostic._kernels import Term, magnitude, plain_total, square
+from .._agnostic._kernels import Term, Total, magnitude, plain_total, square
 from .._lib._memo import library_key, memo
 from . import _threads
-from ._base import ALL_DTYPES, ALL_OPS, Accelerator, Profile, namespace_for, run_kernel
+from ._base import (
+    ALL_DTYPES,
+    ALL_OPS,
+    EXTREMES,
+    Accelerator,
+    Profile,
+    namespace_for,
+    run_kernel,
+)
 from ._common import (
     BLOCK,
     MERGES,
@@ -167,7 +175,7 @@ ACCELERATORS = (
     ),
     Accelerator(
         name="float16-extremes-in-float64",
-        ops=frozenset({"reduce_max", "reduce_min"}),
+        ops=EXTREMES,
         dtypes=frozenset({"float16"}),
         covers="any layout",
         earned=(
@@ -245,32 +253,16 @@ def _last_axes(y: Array, axes: Axes, dtype: Any) -> bool:
     )
 
 
-def _one_pass_total(
+def _last_axes_total(
     xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
 ) -> Array:
-    """:func:`plain_total` bit for bit, in one pass over the data, for the layouts
-    :func:`_first_axis`, :func:`_every_axis_in_one` and :func:`_last_axes` accept (else
-    ``plain_total`` itself)."""
-    if term not in (None, square, magnitude):
-        return plain_total(xp, term, y, axes, keepdims, dtype)
-    if _first_axis(y, axes, dtype):
-        return _first_axis_total(xp, term, y, keepdims, dtype)
-    if _every_axis_in_one(y, axes, dtype):
-        return _every_axis_total(term, y, keepdims, dtype)
-    if _last_axes(y, axes, dtype):
-        return _last_axes_total(term, y, len(axes), keepdims, dtype)
-    return plain_total(xp, term, y, axes, keepdims, dtype)
-
-
-def _last_axes_total(
-    term: Term | None, y: Array, reduced: int, keepdims: bool, dtype: Any
-) -> Array:
-    """The sum of ``term`` over the last ``reduced`` axes of ``y``: NumPy sums each row
+    """The sum of ``term`` over the trailing ``axes`` of ``y``: NumPy sums each row
     (the run of those axes) pairwise by itself, so rows are summed a tile at a time, the
     term of a tile's rows written into a buffer that stays in the cache, on pool threads
     (jobs of consecutive rows, fixed by the shape alone)."""
     import numpy as np
 
+    reduced = len(axes)
     kept = y.shape[: y.ndim - reduced]
     rows = math.prod(kept)
     width = y.size // rows
@@ -299,7 +291,9 @@ def _last_axes_total(
     return out.reshape(kept + (1,) * reduced if keepdims else kept)
 
 
-def _every_axis_total(term: Term | None, y: Array, keepdims: bool, dtype: Any) -> Array:
+def _every_axis_total(
+    xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
+) -> Array:
     """The sum of ``term`` over every axis of ``y``: NumPy sums C-ordered data over every
     axis pairwise, as one run; the pieces of that pairwise sum of at most a tile's
     elements are summed alone on pool threads, each term written into a fresh tile, and
@@ -317,7 +311,7 @@ def _every_axis_total(term: Term | None, y: Array, keepdims: bool, dtype: Any) -
 
 
 def _first_axis_total(
-    xp: Namespace, term: Term | None, y: Array, keepdims: bool, dtype: Any
+    xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
 ) -> Array:
     """The sum of ``term`` over the first axis of the data :func:`_first_axis` accepts.
 
@@ -373,16 +367,26 @@ def _first_axis_total(
     return total.reshape((1,) * keepdims + tuple(y.shape[1:]))
 
 
-def _in_one_pass(layout: Callable[[Array, Axes, Any], bool]) -> Callable[..., Array | None]:
-    """An accelerator's ``run``: the generic kernel with :func:`_one_pass_total`, for data
-    in ``layout``, and the careful form only where some slice needs it."""
+def _in_one_pass(
+    layout: Callable[[Array, Axes, Any], bool], one_pass: Total
+) -> Callable[..., Array | None]:
+    """An accelerator's ``run``: the generic kernel for data in ``layout``, its plain
+    totals taken by ``one_pass`` (:func:`plain_total` bit for bit, in one pass over the
+    data) and the careful form only where some slice needs it."""
+
+    def total(
+        xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
+    ) -> Array:
+        if term in (None, square, magnitude) and layout(y, axes, dtype):
+            return one_pass(xp, term, y, axes, keepdims, dtype)
+        return plain_total(xp, term, y, axes, keepdims, dtype)
 
     def run(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
         if not layout(x, axes, x.dtype):
             return None
         xp = namespace_for(x)
         return run_kernel(
-            profile, xp, op, x, axes, keepdims, select=select_when_needed, total=_one_pass_total
+            profile, xp, op, x, axes, keepdims, select=select_when_needed, total=total
         )
 
     return run
@@ -406,7 +410,7 @@ _FIRST_AXIS = Accelerator(
         "processes SumSquare 56-64 -> 20-21 ms, Sum 15-17 -> 12-16"
     ),
     exact=True,
-    run=_in_one_pass(_first_axis),
+    run=_in_one_pass(_first_axis, _first_axis_total),
     min_elements=_threads.LARGE,
 )
 
@@ -427,7 +431,7 @@ _EVERY_AXIS_IN_ONE_PASS = Accelerator(
         "that one is held to the accuracy bound"
     ),
     exact=True,
-    run=_in_one_pass(_every_axis_in_one),
+    run=_in_one_pass(_every_axis_in_one, _every_axis_total),
     min_elements=_threads.LARGE,
 )
 
@@ -450,7 +454,7 @@ _LAST_AXES_IN_ONE_PASS = Accelerator(
         "Each slab's temporary was 4 MiB"
     ),
     exact=True,
-    run=_in_one_pass(_last_axes),
+    run=_in_one_pass(_last_axes, _last_axes_total),
     min_elements=_threads.LARGE,
 )
 
@@ -469,16 +473,13 @@ def _threaded(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -
             _threads.WIDE_RUN // 2 if x.dtype.kind == "f" and x.itemsize < 4 else _threads.WIDE_RUN
         )
     elements = _threads.SLAB_ELEMENTS
-    if op in _EXTREMES:
+    if op in EXTREMES:
         # Max and Min hold nothing but their result: slabs of up to four times the size
         # (about eight of them) pay the kernel's own cost less often. float32 (4096,
         # 8192) over the last axis, medians of 23 in one run: 9.3 -> 8.1 ms idle, 22.0 ->
         # 16.5 beside two spinning processes (np.maximum.reduce on one thread 12.5, 24.1).
         elements = min(4 * elements, max(elements, math.prod(x.shape) // 8))
     return _threads.split(x, axes, keepdims, slab, run=run, elements=elements)
-
-
-_EXTREMES = frozenset({"reduce_max", "reduce_min"})
 
 
 # Operators whose kernels make no temporary of the data's size.

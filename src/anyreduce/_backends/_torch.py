@@ -11,7 +11,7 @@ import array_api_compat
 from .._lib import _dtypes
 from .._lib._memo import library_key, memo
 from . import _threads
-from ._base import ALL_OPS, Accelerator, Profile, namespace_for
+from ._base import ALL_OPS, EXTREMES, Accelerator, Profile, namespace_for
 from ._common import (
     BareShim,
     Shim,
@@ -179,7 +179,7 @@ def _through_numpy(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
 
 _FLOAT16_THROUGH_NUMPY = Accelerator(
     name="float16-through-numpy",
-    ops=ALL_OPS - {"reduce_max", "reduce_min"},
+    ops=ALL_OPS - EXTREMES,
     dtypes=frozenset({"float16"}),
     covers=(
         "CPU tensors of at least 2**21 elements that do not require grad; the NumPy "
