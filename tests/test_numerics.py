@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anyreduce
+import backends
 import reference
 from backends import (
     BACKENDS,
@@ -378,12 +379,20 @@ def _large(case: str, kind: str, dtype: str) -> tuple[np.ndarray, dict[str, Any]
 @pytest.mark.parametrize("kind", ["constant"])  # the worst case for sequential sums
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_large_sums_hold_the_bound(
-    xp: Any, backend: Backend, case: str, kind: str, dtype: str
+    request: pytest.FixtureRequest, xp: Any, backend: Backend, case: str, kind: str, dtype: str
 ) -> None:
     if not backend.has(dtype):
         pytest.skip(f"{backend} has no {dtype}")
     if backend.name in {"jax", "jax32"} and case != "columns":
         pytest.skip("JAX runs one large case: every shape compiles, and XLA sums pairwise")
+    if backend.name in {"jax", "jax32"} and backends.DEVICE != "CPU" and dtype == "float32":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="XLA's GPU reduction of the fused square is less accurate than its plain "
+                "sum: L2 of 50,001 equal float32 values is 5.7 eps off (bound 4 eps; H100, H200)",
+            )
+        )
     shape, axes = LARGE_CASES[case]
     host, expected = _large(case, kind, dtype)
     array = make(xp, host, dtype, chunks=tuple(max(1, n // 3) for n in shape))

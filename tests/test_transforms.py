@@ -59,8 +59,16 @@ def jax64() -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_jax_jit_and_vmap(jax64: Any, op: str) -> None:
+def test_jax_jit_and_vmap(request: pytest.FixtureRequest, jax64: Any, op: str) -> None:
     """Every dtype in one program (one compilation per op and axes form)."""
+    if op == "reduce_mean" and jax64.default_backend() == "gpu":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="XLA's GPU reduction adds in another order inside a jit of several "
+                "calls than in a call of its own: float64 Mean differs in the last bit",
+            )
+        )
     jnp = jax64.numpy
     f = getattr(anyreduce, op)
     xs = [jnp.asarray(sample(dtype)) for dtype in dtypes_of(op)]
