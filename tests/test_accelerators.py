@@ -322,3 +322,20 @@ def test_torch_cuda_calls_are_captured_in_a_cuda_graph() -> None:
         for op in ops:
             want = getattr(anyreduce, op)(x, [1])
             torch.testing.assert_close(captured[op], want, rtol=0, atol=0, equal_nan=True, msg=op)
+
+
+def test_torch_cuda_sum_square_near_the_largest_number_stays_finite() -> None:
+    """``fused-norms-on-cuda`` squares a root: a sum of squares just below float32's
+    largest number stays finite, and one past it is inf, as in the generic kernel."""
+    torch = _cuda_torch()
+    largest = torch.finfo(torch.float32).max
+    root = math.sqrt(largest)
+    x = torch.tensor([[root * (1 - 2.0**-24), 0.0], [root, root], [1.0, 2.0]], device="cuda")
+    got = anyreduce.reduce_sum_square(x, [1], keepdims=False)
+    with no_accelerators():
+        want = anyreduce.reduce_sum_square(x, [1], keepdims=False)
+    assert bool(torch.isfinite(want[0]))
+    assert bool(torch.isfinite(got[0]))
+    assert bool(torch.isinf(want[1]))
+    assert bool(torch.isinf(got[1]))
+    torch.testing.assert_close(got, want, rtol=2 * TOLERANCE["float32"], atol=0)

@@ -272,9 +272,10 @@ def _fused_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile)
     A float32 or float64 L2 whose sum of squares may have left the range of its
     accumulator (the generic kernel's suspect slices) is declined. SumSquare is the square
     of the L2, without a synchronisation: the root and the square add 1.5 eps to the sum's
-    error, a sum that underflowed did so in the generic kernel's squares too, and where
-    the square of a finite root rounds past the largest number, the sum was within an
-    ulp of it and the largest number is returned.
+    error, and a sum that underflowed did so in the generic kernel's squares too. The
+    square of a correctly rounded root of a finite sum is finite; a root one ulp high
+    (a device's approximate square root) may square past the largest number, which is
+    then returned.
     """
     if x.device.type != "cuda" or x.requires_grad or not axes:
         return None
