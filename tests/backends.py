@@ -85,6 +85,13 @@ BOTH_PATHS = (
 )
 
 
+def accumulator(backend: Backend, dtype: str) -> str:
+    """The dtype ``dtype`` is accumulated in on ``backend``."""
+    if dtype in {"float32", "float64"}:
+        return dtype
+    return "float64" if backend.has("float64") else "float32"
+
+
 def backend_of(xp: Any) -> str:
     """The name of the library behind namespace ``xp``."""
     return library_of(xp)

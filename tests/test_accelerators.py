@@ -21,7 +21,7 @@ import anyreduce
 import reference
 from anyreduce import _backends
 from anyreduce._backends import Accelerator, Profile, no_accelerators
-from backends import BACKENDS, TOLERANCE, make, np_dtype, to_numpy
+from backends import BACKENDS, TOLERANCE, Backend, accumulator, make, np_dtype, to_numpy
 
 _REGISTERED = _backends.accelerators()
 
@@ -169,18 +169,14 @@ _LINEAR = {
 
 
 def _bound(
-    op: str, values: np.ndarray, axes: tuple[int, ...], backend: Any, dtype: str
+    op: str, values: np.ndarray, axes: tuple[int, ...], backend: Backend, dtype: str
 ) -> tuple[str, np.ndarray] | None:
     """How far apart two results that both meet the contract may be, as (form, bound):
     ``form`` of each result (itself, its square, its exponential) may differ by
     ``bound``, twice the contract's own, where ``op`` accumulates a float sum."""
     if op not in _LINEAR or not dtype.startswith(("float", "bfloat")):
         return None
-    acc = (
-        dtype
-        if dtype in {"float32", "float64"}
-        else ("float64" if backend.has("float64") else "float32")
-    )
+    acc = accumulator(backend, dtype)
     mag = reference.magnitude(op, values.astype(np.float64), axes, keepdims=True)
     if op == "reduce_mean":
         mag = mag / max(1, math.prod(values.shape[a] for a in axes))

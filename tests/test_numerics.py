@@ -35,6 +35,7 @@ from backends import (
     FLOAT_DTYPES,
     INTEGER_DTYPES,
     Backend,
+    accumulator,
     backend_of,
     dtype_of,
     make,
@@ -83,13 +84,6 @@ def ulp(value: np.ndarray, dtype: str) -> np.ndarray:
     mant, emin, _ = FLOAT_FORMAT[dtype]
     _, exponent = np.frexp(np.abs(np.where(np.isfinite(value), value, 0.0)))
     return np.ldexp(1.0, np.maximum(exponent - 1, emin) - mant)
-
-
-def accumulator(backend: Backend, dtype: str) -> str:
-    """The dtype ``dtype`` is accumulated in on ``backend``."""
-    if dtype in {"float32", "float64"}:
-        return dtype
-    return "float64" if backend.has("float64") else "float32"
 
 
 def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
