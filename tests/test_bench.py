@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -414,3 +415,154 @@ def test_bench_reports_a_compile_that_fails_and_goes_on(monkeypatch: pytest.Monk
     assert "did not compile" in line
     assert "MISS" in line
     assert any("failed to compile" in line for line in lines)
+
+
+def _run(**changes: Any) -> dict[str, Any]:
+    """A bench result with two float32 rows and a compiled one (the fields compare reads)."""
+    meta = {
+        "settings": {"shape": [4096, 8192], "contended": False, "device": "CPU", "quick": False},
+        "machine": {"platform": "Linux-x86_64", "processor": "x86_64", "cpus": 2},
+        "versions": {"anyreduce": "0.1.0", "numpy": "2.4.6", "torch": "2.13.0+cpu"},
+        "backends": {"numpy": "", "torch": "2 threads"},
+        "date": "2026-11-01T10:00:00Z",
+    }
+    row = {"backend": "numpy", "dtype": "float32", "shape": [4096, 8192], "data": "normal"}
+    row |= {"ours_ms": 10.0, "gb_per_s": 13.4, "meets": None}
+    large = [
+        {**row, "axes": "last", "op": "reduce_sum", "vs_sum": 0.70, "vs_native": 0.68,
+         "vs_onnxruntime": 1.36},
+        {**row, "axes": "last", "op": "reduce_l2", "vs_sum": 1.07, "vs_native": 0.98,
+         "vs_onnxruntime": None},
+    ]  # fmt: skip
+    compiled = [
+        {"backend": "torch", "dtype": "float32", "shape": [2048, 4096], "axes": "last",
+         "op": "reduce_l2", "vs_native": 1.12, "ours_ms": 2.4, "native_ms": 2.1,
+         "native": "torch.compile(vector_norm)"}
+    ]  # fmt: skip
+    result = {"meta": meta, "large": large, "small": [], "compiled": compiled}
+    for path, value in changes.items():
+        *keys, last = path.split("__")
+        place: Any = result
+        for key in keys:
+            place = place[int(key)] if key.isdigit() else place[key]
+        place[last] = value
+    return result
+
+
+def test_bench_compare_judges_each_ratio_against_the_same_ratio_of_a_saved_run() -> None:
+    from anyreduce._bench._compare import TOLERANCE, compare
+
+    assert TOLERANCE == 1.1
+    then = _run()
+    # Sum's x sum 0.70 -> 0.80 (1.14x worse), its x native 0.68 -> 0.60 (better); L2's x sum
+    # 1.07 -> 1.17 (1.09x: within), compiled L2 1.12 -> 1.25 (1.12x worse).
+    now = _run(large__0__vs_sum=0.80, large__0__vs_native=0.60, large__1__vs_sum=1.17)
+    now["compiled"][0]["vs_native"] = 1.25
+    now["meta"]["settings"]["shape"] = (4096, 8192)  # a run's own settings hold tuples
+    comparison = compare(now, then, "latest.json")
+    rows = {(r["op"], r["table"], r["ratio"]): r for r in comparison["ratios"]}
+    # x sum, x native and x ort where both runs have it; the compiled x native.
+    assert set(rows) == {
+        ("reduce_sum", "large", "vs_sum"),
+        ("reduce_sum", "large", "vs_native"),
+        ("reduce_sum", "large", "vs_onnxruntime"),
+        ("reduce_l2", "large", "vs_sum"),
+        ("reduce_l2", "large", "vs_native"),
+        ("reduce_l2", "compiled", "vs_native"),
+    }
+    sum_ratio = rows["reduce_sum", "large", "vs_sum"]
+    assert (sum_ratio["then"], sum_ratio["now"]) == (0.70, 0.80)
+    assert sum_ratio["change"] == pytest.approx(0.80 / 0.70)
+    worse = {(r["op"], r["table"], r["ratio"]) for r in comparison["ratios"] if not r["meets"]}
+    assert worse == {("reduce_sum", "large", "vs_sum"), ("reduce_l2", "compiled", "vs_native")}
+    assert comparison["baseline"] == "latest.json"
+    assert comparison["baseline_date"] == "2026-11-01T10:00:00Z"
+    assert comparison["tolerance"] == TOLERANCE
+    assert comparison["differences"] == []
+    assert comparison["unmatched"] == 0
+
+
+def test_bench_compare_names_what_differs_between_the_runs() -> None:
+    from anyreduce._bench._compare import compare
+
+    now = _run(
+        meta__machine__cpus=16,
+        meta__versions__torch="2.11.0+cu130",
+        meta__settings__contended=True,
+        meta__settings__shape=[256, 512],
+    )
+    del now["meta"]["versions"]["numpy"]
+    now["large"][0]["shape"] = [256, 512]
+    comparison = compare(now, _run(), "latest.json")
+    assert comparison["differences"] == [
+        "shape [4096, 8192] -> [256, 512]",
+        "contended False -> True",
+        "cpus 2 -> 16",
+        "numpy 2.4.6 -> not installed",
+        "torch 2.13.0+cpu -> 2.11.0+cu130",
+    ]
+    # Rows of another shape are not compared; the saved run's other rows are counted.
+    assert {r["op"] for r in comparison["ratios"] if r["table"] == "large"} == {"reduce_l2"}
+    assert comparison["unmatched"] == 1
+    # A quick run measures nothing the saved full run did.
+    from anyreduce._bench._report import _compared
+
+    for table in ("large", "compiled"):
+        for record in now[table]:
+            record["shape"] = [256, 512]
+    summary, worse, notes = _compared({"comparison": compare(now, _run(), "latest.json")})
+    assert summary.endswith("no ratio measured in both runs")
+    assert worse == []
+    assert notes.endswith("3 of the saved run's rows were not measured here")
+
+
+def test_bench_compare_is_reported_and_fails_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import anyreduce._bench
+
+    saved = tmp_path / "latest.json"
+    saved.write_text(json.dumps(_run()))
+    now = _run(large__1__vs_sum=1.40)  # L2 1.07 -> 1.40 x sum: 1.31x worse
+    now["meta"]["seconds"] = 1.0
+    now["meta"]["settings"]["small_shape"] = [3, 2, 2]
+    now.update(masked=[], narrow=[], memory=[])
+    monkeypatch.setattr(anyreduce._bench, "run_suite", lambda settings, progress: now)
+    out = tmp_path / "now.json"
+    md = tmp_path / "now.md"
+    argv = ["bench", "--quick", "--compare", str(saved), "--json", str(out), "--markdown", str(md)]
+    assert main(argv) == 0  # reported, not judged, without --check
+    printed = capsys.readouterr().out
+    summary = f"against {saved} (measured 2026-11-01T10:00:00Z): float32 5 of 6 ratios within"
+    assert summary in printed
+    assert re.search(r"\n *numpy +float32 +last +L2 +x sum +1\.07 +1\.40 +1\.31\n", printed)
+    assert json.loads(out.read_text())["comparison"]["ratios"][3]["meets"] is False
+    assert "| numpy | float32 | last | L2 | x sum | 1.07 | 1.40 | 1.31 |" in md.read_text()
+    assert main([*argv, "--check"]) == 1
+    # The same run against itself: nothing moved.
+    saved.write_text(json.dumps(now))
+    assert main([*argv, "--check"]) == 0
+    assert "float32 6 of 6 ratios" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("[1, 2]", "not a result of 'anyreduce bench --json'"),
+        ('{"meta": {}}', "not a result of 'anyreduce bench --json'"),
+        ('{"meta": {}, "large": {}}', "not a result of 'anyreduce bench --json'"),
+        ("{", "is not JSON"),
+        ('{"meta": {}, "large": [{"op": "reduce_sum"}]}', "not a result of 'anyreduce bench"),
+    ],
+)
+def test_bench_compare_rejects_a_file_that_is_no_bench_result(
+    content: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "saved.json"
+    saved.write_text(content)
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", "--quick", "--compare", str(saved)])
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("anyreduce bench: argument --compare: ")
+    assert words in line

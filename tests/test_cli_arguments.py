@@ -53,6 +53,9 @@ BAD = [
     (["bench", "--markdown", "{tmp}"], "--markdown", "is a directory"),
     (["bench", "--markdown", "{file}/bench.md"], "--markdown", "is not a directory"),
     (["bench", "--plot", "{missing}/plot.png"], "--plot", "does not exist"),
+    (["bench", "--compare", "{missing}/latest.json"], "--compare", "does not exist"),
+    (["bench", "--compare", "{tmp}"], "--compare", "is a directory"),
+    (["bench", "--compare", "{file}"], "--compare", "is not JSON"),
 ]
 
 

@@ -154,6 +154,62 @@ def _contention(result: dict[str, Any]) -> str:
     )
 
 
+_COMPARED_HEAD = ["backend", "dtype", "axes", "op", "ratio", "then", "now", "change"]
+_RATIO_NAMES = {"vs_sum": "x sum", "vs_native": "x native", "vs_onnxruntime": "x ort"}
+
+
+def _compared(result: dict[str, Any]) -> tuple[str, list[list[str]], str]:
+    """A comparison with a saved run: its summary, the rows that got worse, the differences."""
+    comparison = result["comparison"]
+    ratios = comparison["ratios"]
+    tolerance = comparison["tolerance"]
+    worse = sorted(
+        (r for r in ratios if not r["meets"]),
+        key=lambda r: (
+            r["dtype"] != "float32",
+            -(r["change"] if r["change"] is not None else float("inf")),
+        ),
+    )
+    # float32 first: its targets are the judged ones.
+    dtypes = sorted(dict.fromkeys(r["dtype"] for r in ratios), key=lambda d: d != "float32")
+    counts = []
+    for dtype in dtypes:
+        of = [r for r in ratios if r["dtype"] == dtype]
+        within = sum(1 for r in of if r["meets"])
+        better = sum(1 for r in of if r["change"] is not None and r["change"] * tolerance < 1)
+        counts.append(
+            f"{dtype} {within} of {len(of)} ratios within {tolerance}x of the saved ones or "
+            f"lower ({better} lower by more than {tolerance}x)"
+        )
+    measured = "; ".join(counts) if counts else "no ratio measured in both runs"
+    summary = f"against {comparison['baseline']} (measured {comparison['baseline_date']}): "
+    summary += measured
+    if worse:
+        summary += f"; {len(worse)} more than {tolerance}x the saved ones"
+    rows = [
+        [
+            r["backend"],
+            r["dtype"],
+            r["axes"],
+            _SHORT.get(r["op"], r["op"]) + (" compiled" if r["table"] == "compiled" else ""),
+            _RATIO_NAMES.get(r["ratio"], r["ratio"]),
+            _f(r["then"]),
+            "failed" if r["now"] is None else _f(r["now"]),
+            _f(r["change"]),
+        ]
+        for r in worse
+    ]
+    notes = []
+    if comparison["differences"]:
+        notes.append(
+            "the runs differ in " + "; ".join(comparison["differences"]) + ": for a fair "
+            "comparison, run the saved one again here first"
+        )
+    if comparison["unmatched"]:
+        notes.append(f"{comparison['unmatched']} of the saved run's rows were not measured here")
+    return summary, rows, "; ".join(notes)
+
+
 def _summary(result: dict[str, Any]) -> str:
     judged = judged_records(result)
     if not judged:
@@ -188,6 +244,13 @@ def format_table(result: dict[str, Any]) -> str:
         parts += ["", *_compiled_lines(result)]
     if result.get("memory"):
         parts += [f"\n{_memory_title(result)}", _aligned(_MEMORY_HEAD, _memory_rows(result))]
+    if result.get("comparison"):
+        summary, worse, notes = _compared(result)
+        parts.append(f"\n{summary}" + (":" if worse else ""))
+        if worse:
+            parts.append(_aligned(_COMPARED_HEAD, worse))
+        if notes:
+            parts.append(notes)
     parts.append(f"\n{_summary(result)}; {meta['seconds']:.0f} s")
     return "\n".join(parts)
 
@@ -213,6 +276,13 @@ def to_markdown(result: dict[str, Any]) -> str:
         parts += ["", *(line + "." for line in _compiled_lines(result))]
     if result.get("memory"):
         parts += ["", _memory_title(result) + ":", "", _md(_MEMORY_HEAD, _memory_rows(result))]
+    if result.get("comparison"):
+        summary, worse, notes = _compared(result)
+        parts += ["", summary + (":" if worse else ".")]
+        if worse:
+            parts += ["", _md(_COMPARED_HEAD, worse)]
+        if notes:
+            parts += ["", notes + "."]
     parts += ["", _summary(result) + "."]
     return "\n".join(parts)
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
-__all__ = ["at_least", "output_file", "plot_file"]
+__all__ = ["SavedRun", "at_least", "bench_result", "output_file", "plot_file"]
 
 
 def at_least(low: int, what: str) -> Callable[[str], int]:
@@ -65,3 +67,46 @@ def plot_file(text: str) -> Path:
         msg = "writing a plot needs matplotlib: pip install matplotlib"
         raise argparse.ArgumentTypeError(msg)
     return path
+
+
+class SavedRun(NamedTuple):
+    """A file written by ``anyreduce bench --json``: its path as given, and its content."""
+
+    path: str
+    result: dict[str, Any]
+
+
+def bench_result(text: str) -> SavedRun:
+    """A saved benchmark run to compare with: read and checked now."""
+    from .._bench._compare import is_result
+
+    path = Path(text)
+    what = "a file written by 'anyreduce bench --json'"
+    if not text:
+        msg = f"expected {what}, got an empty string"
+        raise argparse.ArgumentTypeError(msg)
+    if path.is_dir():
+        msg = f"{text!r} is a directory; give {what}"
+        raise argparse.ArgumentTypeError(msg)
+    if not path.exists():
+        msg = f"cannot read {text!r}: the file does not exist"
+        raise argparse.ArgumentTypeError(msg)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        msg = f"cannot read {text!r}: {error.strerror}"
+        raise argparse.ArgumentTypeError(msg) from None
+    except UnicodeDecodeError:
+        msg = f"{text!r} is not JSON (not UTF-8 text); give {what}"
+        raise argparse.ArgumentTypeError(msg) from None
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}"
+        msg = f"{text!r} is not JSON ({error.msg} at {where}); give {what}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not is_result(data):
+        msg = (
+            f"{text!r} is not a result of 'anyreduce bench --json' (an object with 'meta' "
+            "and a 'large' list of rows naming backend, dtype, shape, axes and op)"
+        )
+        raise argparse.ArgumentTypeError(msg)
+    return SavedRun(text, data)

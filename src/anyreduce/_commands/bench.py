@@ -12,7 +12,7 @@ from typing import Any
 
 from .._lib._libraries import LIBRARIES
 from .._lib._ops import OPS
-from ._arguments import at_least, output_file, plot_file
+from ._arguments import at_least, bench_result, output_file, plot_file
 
 NAME = "bench"
 HELP = (
@@ -99,9 +99,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write a plot of the ratios (needs matplotlib)",
     )
     parser.add_argument(
+        "--compare",
+        type=bench_result,
+        metavar="PATH",
+        help="set each ratio beside the same ratio of a run saved with --json (e.g. "
+        "benchmarks/results/latest.json); a ratio more than 1.1x the saved one is worse",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
-        help="exit with status 1 when a judged target is missed",
+        help="exit with status 1 when a judged target is missed or, with --compare, a ratio "
+        "is more than 1.1x the saved one",
     )
 
 
@@ -146,6 +154,7 @@ QUIET_BLAS = ("OPENBLAS_THREAD_TIMEOUT", "4")
 
 def run(args: argparse.Namespace) -> int:
     from .._bench import format_table, plot_ratios, run_suite, to_markdown
+    from .._bench._compare import compare
     from .._bench._report import judged_records
 
     name, value = QUIET_BLAS
@@ -169,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
     result = run_suite(settings, progress=lambda line: print(line, flush=True))
+    if args.compare:
+        result["comparison"] = compare(result, args.compare.result, args.compare.path)
     print(format_table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
@@ -176,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         args.markdown.write_text(to_markdown(result) + "\n")
     if args.plot:
         plot_ratios(result, args.plot)
-    if args.check and any(not r["meets"] for r in judged_records(result)):
+    missed = [r for r in judged_records(result) if not r["meets"]]
+    worse = [r for r in result.get("comparison", {}).get("ratios", []) if not r["meets"]]
+    if args.check and (missed or worse):
         return 1
     return 0
