@@ -501,6 +501,16 @@ def test_bench_compare_names_what_differs_between_the_runs() -> None:
         "numpy 2.4.6 -> not installed",
         "torch 2.13.0+cpu -> 2.11.0+cu130",
     ]
+    # A hand-made file whose meta lacks a part, or has another shape there, is read too.
+    bare = _run(meta__machine=[2, "x86_64"])
+    del bare["meta"]["versions"]
+    assert compare(_run(), bare, "saved.json")["differences"] == [
+        "processor unknown -> x86_64",
+        "cpus unknown -> 2",
+        "anyreduce not installed -> 0.1.0",
+        "numpy not installed -> 2.4.6",
+        "torch not installed -> 2.13.0+cpu",
+    ]
     # Rows of another shape are not compared; the saved run's other rows are counted.
     assert {r["op"] for r in comparison["ratios"] if r["table"] == "large"} == {"reduce_l2"}
     assert comparison["unmatched"] == 1

@@ -49,6 +49,11 @@ def _number(value: object) -> float | None:
     return float(value) if ok else None  # type: ignore[arg-type]
 
 
+def _part(meta: dict[str, Any], place: str) -> dict[str, Any]:
+    part = meta.get(place)
+    return part if isinstance(part, dict) else {}
+
+
 def _differences(now: dict[str, Any], then: dict[str, Any]) -> list[str]:
     """What differs between two runs' settings, machines, library versions and threads."""
     found = []
@@ -59,9 +64,9 @@ def _differences(now: dict[str, Any], then: dict[str, Any]) -> list[str]:
         ("backends", None),
     ]
     for place, fields in places:
-        new, old = now.get(place) or {}, then.get(place) or {}
+        new, old = (_part(meta, place) for meta in (now, then))
         names = fields if fields is not None else sorted(set(new) | set(old))
-        missing = "not installed" if place == "versions" else "not run"
+        missing = {"versions": "not installed", "backends": "not run"}.get(place, "unknown")
         for name in names:
             before, after = old.get(name, missing), new.get(name, missing)
             if before != after:
