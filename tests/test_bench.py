@@ -492,6 +492,7 @@ def test_bench_compare_names_what_differs_between_the_runs() -> None:
         meta__settings__shape=[256, 512],
     )
     del now["meta"]["versions"]["numpy"]
+    now["meta"]["backends"] = {"numpy": "", "torch": "4 threads", "jax": "x64 off"}
     now["large"][0]["shape"] = [256, 512]
     comparison = compare(now, _run(), "latest.json")
     assert comparison["differences"] == [
@@ -500,6 +501,7 @@ def test_bench_compare_names_what_differs_between_the_runs() -> None:
         "cpus 2 -> 16",
         "numpy 2.4.6 -> not installed",
         "torch 2.13.0+cpu -> 2.11.0+cu130",
+        "torch: 2 threads -> 4 threads",  # a backend run in one of the runs only: no rows
     ]
     # A hand-made file whose meta lacks a part, or has another shape there, is read too.
     bare = _run(meta__machine=[2, "x86_64"])
@@ -523,6 +525,7 @@ def test_bench_compare_names_what_differs_between_the_runs() -> None:
     summary, worse, notes = _compared({"comparison": compare(now, _run(), "latest.json")})
     assert summary.endswith("no ratio measured in both runs")
     assert worse == []
+    assert notes.startswith("the runs differ in shape [4096, 8192] -> [256, 512]; contended")
     assert notes.endswith("3 of the saved run's rows were not measured here")
 
 

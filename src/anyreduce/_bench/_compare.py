@@ -65,12 +65,17 @@ def _differences(now: dict[str, Any], then: dict[str, Any]) -> list[str]:
     ]
     for place, fields in places:
         new, old = (_part(meta, place) for meta in (now, then))
-        names = fields if fields is not None else sorted(set(new) | set(old))
-        missing = {"versions": "not installed", "backends": "not run"}.get(place, "unknown")
+        if fields is not None:
+            names = list(fields)
+        elif place == "backends":  # a backend run in one of them only has no rows to compare
+            names = sorted(set(new) & set(old))
+        else:
+            names = sorted(set(new) | set(old))
+        missing = "not installed" if place == "versions" else "unknown"
         for name in names:
             before, after = old.get(name, missing), new.get(name, missing)
             if before != after:
-                label = f"{name} threads" if place == "backends" else name
+                label = f"{name}:" if place == "backends" else name
                 found.append(f"{label} {before} -> {after}")
     return found
 

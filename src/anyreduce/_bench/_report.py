@@ -202,8 +202,8 @@ def _compared(result: dict[str, Any]) -> tuple[str, list[list[str]], str]:
     notes = []
     if comparison["differences"]:
         notes.append(
-            "the runs differ in " + "; ".join(comparison["differences"]) + ": for a fair "
-            "comparison, run the saved one again here first"
+            "the runs differ in " + "; ".join(comparison["differences"]) + ": ratios compare "
+            "fairly between runs of the same settings on the same machine and libraries"
         )
     if comparison["unmatched"]:
         notes.append(f"{comparison['unmatched']} of the saved run's rows were not measured here")
