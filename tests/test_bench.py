@@ -565,14 +565,16 @@ def test_bench_compare_is_reported_and_fails_check(
         ('{"meta": {}}', "not a result of 'anyreduce bench --json'"),
         ('{"meta": {}, "large": {}}', "not a result of 'anyreduce bench --json'"),
         ("{", "is not JSON"),
+        ("\udcff{}", "is not JSON (not UTF-8 text)"),
         ('{"meta": {}, "large": [{"op": "reduce_sum"}]}', "not a result of 'anyreduce bench"),
     ],
+    ids=["a-list", "no-rows", "rows-not-a-list", "broken-json", "not-utf-8", "row-without-names"],
 )
 def test_bench_compare_rejects_a_file_that_is_no_bench_result(
     content: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     saved = tmp_path / "saved.json"
-    saved.write_text(content)
+    saved.write_bytes(content.encode("utf-8", "surrogateescape"))  # \udcff: the byte 0xff
     with pytest.raises(SystemExit) as stopped:
         main(["bench", "--quick", "--compare", str(saved)])
     assert stopped.value.code == 2
