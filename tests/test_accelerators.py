@@ -219,6 +219,62 @@ def _assert_same(
     np.testing.assert_allclose(g, w, rtol=8 * TOLERANCE[dtype], equal_nan=True, err_msg=what)
 
 
+def _tied_extremes(op: str, dtype: str, shape: tuple[int, ...], tie: str) -> np.ndarray:
+    """Data whose extreme ``op`` finds is a tie: 0.0 and -0.0 (``tie="zeros"``), or NaN
+    with its sign bit clear and set (``"nans"``), at a few hundred places each."""
+    rng = np.random.default_rng(7)
+    values = np.abs(rng.standard_normal(shape))
+    if op == "reduce_max":
+        values = -values
+    flat = values.reshape(-1)
+    places = rng.choice(flat.size, size=min(flat.size, 600), replace=False)
+    ties = [0.0, -0.0] if tie == "zeros" else [math.nan, -math.nan]
+    flat[places] = np.resize(ties, places.size)
+    return values.astype(np_dtype(dtype))
+
+
+@pytest.mark.parametrize("entry", _REGISTERED, ids=_ids)
+@pytest.mark.parametrize("tie", ["zeros", "nans"])
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [((3, 5), (1,)), ((2**11, 2**10), None), ((2**11, 2**10), (1,)), ((2**11, 2**10), (0,))],
+    ids=str,
+)
+def test_exact_extremes_keep_the_kernels_zero_and_nan(
+    entry: tuple[Profile, Accelerator],
+    tie: str,
+    shape: tuple[int, ...],
+    axes: tuple[int, ...] | None,
+) -> None:
+    """Which of two tied zeros (or NaNs) a Max or Min returns is its loop's choice: an
+    exact accelerator returns the generic kernel's, sign bit included."""
+    profile, accelerator = entry
+    ops = sorted(accelerator.ops & {"reduce_max", "reduce_min"})
+    floats = sorted(accelerator.dtypes & {"float16", "float32", "float64"})
+    if not (accelerator.exact and ops and floats):
+        pytest.skip(f"{accelerator.name}: no exact float Max or Min")
+    backend = _backend(profile)
+    normal = tuple(range(len(shape))) if axes is None else axes
+    checked = 0
+    with backend.active() as xp:
+        for dtype in floats:
+            if not backend.has(dtype):
+                continue
+            for op in ops:
+                data = make(xp, _tied_extremes(op, dtype, shape, tie), dtype)
+                if not profile.eager(data):
+                    continue
+                ran = accelerator.run(op, data, normal, False, profile)
+                if ran is None:
+                    continue
+                with no_accelerators():
+                    want = getattr(anyreduce, op)(data, axes, keepdims=False)
+                checked += 1
+                _assert_same(ran, want, dtype, exact=True, what=f"{op} {dtype} {tie}")
+    if not checked:
+        pytest.skip(f"{accelerator.name} covers nothing of {shape} over {axes}")
+
+
 @pytest.mark.parametrize("entry", _REGISTERED, ids=_ids)
 def test_dispatch_never_calls_an_accelerator_outside_its_domain(
     entry: tuple[Profile, Accelerator],
