@@ -469,14 +469,17 @@ def _threaded(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -
         run = (
             _threads.WIDE_RUN // 2 if x.dtype.kind == "f" and x.itemsize < 4 else _threads.WIDE_RUN
         )
-    elements = _threads.SLAB_ELEMENTS
-    if op in EXTREMES:
-        # Max and Min hold nothing but their result: slabs of up to four times the size
-        # (about eight of them) pay the kernel's own cost less often. float32 (4096,
-        # 8192) over the last axis, medians of 23 in one run: 9.3 -> 8.1 ms idle, 22.0 ->
-        # 16.5 beside two spinning processes (np.maximum.reduce on one thread 12.5, 24.1).
-        elements = min(4 * elements, max(elements, math.prod(x.shape) // 8))
+    elements = _extreme_slab(math.prod(x.shape)) if op in EXTREMES else _threads.SLAB_ELEMENTS
     return _threads.split(x, axes, keepdims, slab, run=run, elements=elements)
+
+
+def _extreme_slab(size: int) -> int:
+    """Elements of a Max or Min slab of data of ``size`` elements: about eight slabs of
+    2**20 to 2**22 elements. Max and Min hold nothing but their result, so slabs of up to
+    four times the size pay the kernel's own cost less often: float32 (4096, 8192) over
+    the last axis, medians of 23 in one run: 9.3 -> 8.1 ms idle, 22.0 -> 16.5 beside two
+    spinning processes (np.maximum.reduce on one thread 12.5, 24.1)."""
+    return min(4 * _threads.SLAB_ELEMENTS, max(_threads.SLAB_ELEMENTS, size // 8))
 
 
 # Operators whose kernels make no temporary of the data's size.
@@ -759,19 +762,18 @@ def _every_axis_extreme(
     comes out is NumPy's loop's choice, so a zero or NaN result is declined to the kernel."""
     import numpy as np
 
-    if len(axes) != x.ndim or x.size < _threads.LARGE or not x.flags.c_contiguous:
-        return None
-    if not x.dtype.isnative:
+    if (
+        len(axes) != x.ndim
+        or x.size < _threads.LARGE
+        or not x.flags.c_contiguous
+        or not x.dtype.isnative
+    ):
         return None
     reduce = np.maximum.reduce if op == "reduce_max" else np.minimum.reduce
-    # Pieces as the threads accelerator's Max and Min slabs: about eight of 2**20 to 2**22
-    # elements.
-    elements = min(4 * _threads.SLAB_ELEMENTS, max(_threads.SLAB_ELEMENTS, x.size // 8))
+    elements = _extreme_slab(x.size)  # pieces as the threads accelerator's slabs
     bounds = [(i, min(i + elements, x.size)) for i in range(0, x.size, elements)]
     result = reduce(np.asarray(_threads.flat_pieces(x, bounds, reduce), dtype=x.dtype))
-    if x.dtype.kind == "f" and not result:  # 0.0 or -0.0 (NaN is truthy)
-        return None
-    if x.dtype.kind == "f" and np.isnan(result):
+    if x.dtype.kind == "f" and (result == 0 or np.isnan(result)):  # 0.0 or -0.0, NaN
         return None
     return np.asarray(result, dtype=x.dtype).reshape((1,) * x.ndim if keepdims else ())
 
