@@ -165,7 +165,14 @@ def namespace_for(x: Array) -> Namespace:
 
 # --- the switch ----------------------------------------------------------------------------
 
-_switch = threading.local()
+
+class _Switch(threading.local):
+    # A class default: a thread that never set the switch reads it without the failed
+    # look-up of getattr(local, name, default) (1.2 us against 0.14, on every call).
+    off = False
+
+
+_switch = _Switch()
 
 
 def _enabled_by_environment() -> bool:
@@ -179,13 +186,13 @@ _ENVIRONMENT = _enabled_by_environment()
 def accelerators_enabled() -> bool:
     """Whether accelerators may run in this thread (``ANYREDUCE_ACCELERATORS=0`` and
     :func:`no_accelerators` turn them off)."""
-    return _ENVIRONMENT and not getattr(_switch, "off", False)
+    return _ENVIRONMENT and not _switch.off
 
 
 @contextlib.contextmanager
 def no_accelerators() -> Iterator[None]:
     """Within the block, this thread computes with the generic kernels alone."""
-    before = getattr(_switch, "off", False)
+    before = _switch.off
     _switch.off = True
     try:
         yield

@@ -23,6 +23,7 @@ from ._base import (
 from ._common import (
     BLOCK,
     MERGES,
+    FixedInfo,
     Shim,
     axis_block_sum,
     blocked_sum,
@@ -89,6 +90,42 @@ def _extreme_reduction(ufunc: Any) -> Callable[..., Array]:
     return reduction
 
 
+def _creations(xp: Namespace) -> dict[str, Callable[..., Array]]:
+    """``astype``, ``zeros_like``, ``ones_like`` and ``full_like`` as NumPy's own where no
+    device is named (array-api-compat's check of the device and, for the ``*_like``, its
+    look-up of the namespace cost 1-3 us a call; the kernels make two to four such calls
+    in L2 and LogSumExp); with a device, array-api-compat's (array-api-compat 1.16)."""
+    import numpy as np
+
+    def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
+        if device is not None:
+            return xp.astype(x, dtype, copy=copy, device=device)
+        return x.astype(dtype, copy=copy)
+
+    def zeros_like(x: Array, /, *, dtype: Any = None, device: Any = None) -> Array:
+        if device is not None:
+            return xp.zeros_like(x, dtype=dtype, device=device)
+        return np.zeros_like(x, dtype=dtype)
+
+    def ones_like(x: Array, /, *, dtype: Any = None, device: Any = None) -> Array:
+        if device is not None:
+            return xp.ones_like(x, dtype=dtype, device=device)
+        return np.ones_like(x, dtype=dtype)
+
+    def full_like(x: Array, /, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Array:
+        if device is not None:
+            return xp.full_like(x, fill_value, dtype=dtype, device=device)
+        return np.full_like(x, fill_value, dtype=dtype)
+
+    return {
+        "astype": astype,
+        "zeros_like": zeros_like,
+        "ones_like": ones_like,
+        "full_like": full_like,
+        "__array_namespace_info__": FixedInfo(xp),
+    }
+
+
 def _direct_functions() -> dict[str, Callable[..., Array]]:
     import numpy as np
 
@@ -113,7 +150,8 @@ def _shim(xp: Namespace) -> Namespace:
     # NumPy sums pairwise only along the contiguous trailing run of reduced axes and adds
     # the others term after term (numpy/numpy#9393): see blocked_sum.
     blocked = blocked_sum(_direct(xp))
-    return Shim(xp, **{**_direct_functions(), "sum": blocked}, isdtype=isdtype_with_bfloat16(xp))
+    functions = {**_direct_functions(), **_creations(xp), "sum": blocked}
+    return Shim(xp, **functions, isdtype=isdtype_with_bfloat16(xp))
 
 
 def _lift(x: Array) -> Array:

@@ -14,6 +14,7 @@ from . import _threads
 from ._base import ALL_OPS, EXTREMES, Accelerator, Profile, namespace_for
 from ._common import (
     BareShim,
+    FixedInfo,
     Shim,
     every_axis_in_slabs,
     named,
@@ -342,13 +343,18 @@ def _select(xp: Namespace, suspect: Array, careful: Any, plain: Array) -> Array:
 
 
 def _prod(xp: Namespace) -> Any:
-    """``xp.prod`` taking a product over every axis as one over the flattened data.
+    """``xp.prod`` taking a product over every axis as one over the flattened data, and
+    one over a tuple of one axis as one over that axis.
 
-    array-api-compat's product over a tuple of axes copies the data first: float32
-    (4096, 8192) over both axes took 110 ms against 4 ms over one (torch 2.13).
+    array-api-compat's product over a tuple of axes moves them last and flattens them
+    (torch.prod takes one axis; pytorch/pytorch#56586), which copies the data: float32
+    (4096, 8192) over both axes took 110 ms against 4 ms over one (torch 2.13); over one
+    axis of a small tensor, four calls in place of one.
     """
 
     def prod(x: Array, /, *, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Array:
+        if isinstance(axis, tuple) and len(axis) == 1:
+            axis = axis[0]  # one torch.prod, not array-api-compat's moves and flattening
         every = axis is None or (isinstance(axis, tuple) and len(axis) == x.ndim)
         if not every or x.ndim < 2:
             return xp.prod(x, axis=axis, keepdims=keepdims, dtype=dtype)
@@ -369,9 +375,52 @@ def _shim(xp: Namespace) -> Namespace:
     return _eager_shim(xp)
 
 
+def _truth(torch_reduce: Any, compat_reduce: Any) -> Any:
+    """``xp.any`` or ``xp.all`` going straight to torch's for a bool tensor reduced whole
+    (the eager select's question on every guarded call): array-api-compat's adds a
+    conversion to bool, 2-3 us on a small tensor (array-api-compat 1.16)."""
+
+    def truth(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
+        if axis is None and not keepdims and x.dtype == _bool():
+            return torch_reduce(x)
+        return compat_reduce(x, axis=axis, keepdims=keepdims)
+
+    return truth
+
+
+def _where(compat_where: Any) -> Any:
+    """``xp.where`` going straight to ``torch.where`` for two tensors of one dtype, where
+    array-api-compat's promotion fix has nothing to do (1-2 us a call; LogSumExp makes
+    three calls, L2 two; array-api-compat 1.16)."""
+    import torch
+
+    def where(condition: Array, x1: Any, x2: Any, /) -> Array:
+        if type(x1) is torch.Tensor and type(x2) is torch.Tensor and x1.dtype == x2.dtype:
+            return torch.where(condition, x1, x2)
+        return compat_where(condition, x1, x2)
+
+    return where
+
+
+@memo()
+def _bool() -> Any:
+    import torch
+
+    return torch.bool
+
+
 @memo(key=library_key)
 def _eager_shim(xp: Namespace) -> Namespace:
-    return Shim(xp, prod=_prod(xp))
+    import torch
+
+    return Shim(
+        xp,
+        prod=_prod(xp),
+        any=_truth(torch.any, xp.any),
+        all=_truth(torch.all, xp.all),
+        where=_where(xp.where),
+        __array_namespace_info__=FixedInfo(xp),
+    )
 
 
 PROFILE = Profile(
