@@ -4,7 +4,8 @@ the native expressions do.
 * ``torch.compile(fullgraph=True)`` when the process's first anyreduce call happens inside
   compilation (build, compile, train);
 * ``torch.export`` with a dynamic batch size: no guard on sizes;
-* ``torch.compile(dynamic=True)``: no more graphs than the native expression;
+* ``torch.compile(dynamic=True)``: no more graphs than the native expression, and the
+  values of eager when it is the process's first compile;
 * ``jax.jit``, ``jax.grad``, ``jax.vmap``, ``torch.func.grad`` and ``torch.func.vmap``
   never call an accelerator (they run on tracers, not on eager data).
 """
@@ -91,6 +92,41 @@ def test_torch_compile_as_the_first_call() -> None:
     """A fresh process: each op first runs compiled, fullgraph, and equals eager."""
     pytest.importorskip("torch")
     _run_fresh(_FIRST_CALL)
+
+
+_DYNAMIC_FIRST = textwrap.dedent(
+    """
+    import torch
+    import anyreduce
+
+    OPS = OPS_HERE
+    for op in OPS:  # each op's first compile is dynamic, in a process that compiled none
+        f = getattr(anyreduce, op)
+        for axes in ((1,), (0,)):
+            torch._dynamo.reset()
+            fn = torch.compile(
+                lambda a, f=f, axes=axes: f(a, axes),
+                dynamic=True,
+                fullgraph=True,
+                backend="eager",
+            )
+            for rows in (1, 2, 3, 7, 16):
+                x = torch.rand(rows, 8) + 0.5
+                if rows > 1:  # partial sums overflow: a careful slice
+                    x[1, :3] = torch.tensor([3e38, 3e38, -3e38])
+                got, want = fn(x), f(x, axes)
+                torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    print("ok")
+    """
+)
+
+
+def test_torch_dynamic_compile_as_the_first_compile() -> None:
+    """A fresh process: ``torch.compile(dynamic=True, fullgraph=True)`` of each op, over
+    five batch sizes, equals eager (the module's float constants would be symbolic inputs,
+    which ``torch.cond`` refuses)."""
+    pytest.importorskip("torch")
+    _run_fresh(_DYNAMIC_FIRST)
 
 
 _AFTER_OTHERS = textwrap.dedent(

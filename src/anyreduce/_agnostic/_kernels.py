@@ -117,9 +117,11 @@ Kernel = Callable[[Array, Axes, bool, Context], Array]
 # Scaling by a power of two is exact: a sum of terms scaled by 2**-64 cannot overflow
 # (it would need 2**64 terms), and the terms it flushes to zero are below 2**-62 in
 # float32, negligible beside a sum that overflowed.
-_DOWN = 2.0**-64
-_UP = 2.0**64
-_LOG_UP = 64 * math.log(2.0)
+#
+# The exponent is an int and the factors are made where they are used: under
+# ``torch.compile(dynamic=True)`` a module's float constants become symbolic inputs
+# (torch 2.13), which ``torch.cond`` refuses among its branches' inputs; ints stay constants.
+_SCALE = 64
 
 
 # --- primitives --------------------------------------------------------------------------
@@ -224,7 +226,7 @@ def _count(shape: tuple[int, ...], axes: Axes) -> Any:
 @memo(key=library_key)  # finfo costs ~2 us a call
 def _may_overflow(xp: Namespace, dtype: Any, acc: Any) -> bool:
     """Whether a sum of ``dtype`` values accumulated in ``acc`` can overflow on the way."""
-    return float(xp.finfo(acc).max) < float(xp.finfo(dtype).max) * _UP
+    return float(xp.finfo(acc).max) < float(xp.finfo(dtype).max) * 2.0**_SCALE
 
 
 def _linear_total(
@@ -242,7 +244,7 @@ def _linear_total(
         return total
 
     def careful() -> Array:
-        return finish(rsum(xp, x * _DOWN, axes, keepdims, acc)) * _UP
+        return finish(rsum(xp, x * 2.0**-_SCALE, axes, keepdims, acc)) * 2.0**_SCALE
 
     return ctx.select(xp, ~xp.isfinite(total), careful, total)
 
@@ -507,7 +509,7 @@ def _log_sum(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     if _may_overflow(xp, x.dtype, acc):
         # A sum that overflowed on the way: the logarithm of the scaled sum, shifted back.
         def careful() -> Array:
-            return xp.log(rsum(xp, x * _DOWN, axes, keepdims, acc)) + _LOG_UP
+            return xp.log(rsum(xp, x * 2.0**-_SCALE, axes, keepdims, acc)) + _SCALE * math.log(2.0)
 
         logs = ctx.select(xp, ~xp.isfinite(total), careful, logs)
     return _cast(xp, logs, ctx.dtype)
