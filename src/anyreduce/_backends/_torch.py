@@ -380,8 +380,12 @@ def _truth(torch_reduce: Any, compat_reduce: Any) -> Any:
     (the eager select's question on every guarded call): array-api-compat's adds a
     conversion to bool, 2-3 us on a small tensor (array-api-compat 1.16)."""
 
+    import torch
+
+    boolean = torch.bool
+
     def truth(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
-        if axis is None and not keepdims and x.dtype == _bool():
+        if axis is None and not keepdims and x.dtype == boolean:
             return torch_reduce(x)
         return compat_reduce(x, axis=axis, keepdims=keepdims)
 
@@ -400,13 +404,6 @@ def _where(compat_where: Any) -> Any:
         return compat_where(condition, x1, x2)
 
     return where
-
-
-@memo()
-def _bool() -> Any:
-    import torch
-
-    return torch.bool
 
 
 @memo(key=library_key)
