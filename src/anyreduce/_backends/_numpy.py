@@ -597,7 +597,8 @@ def _widened_in_slabs(
     integer = x.dtype.kind in "iu"
 
     def slab(part: Array) -> Array:
-        return _widened_statistic(op, part.astype(np.float64), axes, sx, integer)
+        with numpy_quiet():  # a pool thread has NumPy's default error state
+            return _widened_statistic(op, part.astype(np.float64), axes, sx, integer)
 
     with np.errstate(all="ignore"):
         result = _threads.split(x, axes, True, slab, elements=_widened_elements(x.dtype))
