@@ -336,3 +336,28 @@ def test_widened_data_stay_within_a_tenth_of_the_input(
         if extra > 0.1 * x.nbytes:
             over[op] = round(extra / x.nbytes, 3)
     assert not over, over
+
+
+@pytest.mark.parametrize("module", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_l2_of_data_with_a_row_of_zeros_takes_no_careful_form(module: str, dtype: str) -> None:
+    """A row of zeros (padding, a mask) has a sum of squares of 0, as has a row whose
+    squares underflow: told apart, its L2 of 0 needs no careful form over the data, whose
+    temporaries were 2-4x the input."""
+    pytest.importorskip(module)
+    from anyreduce._bench._memory import peak_extra_bytes
+
+    values = np.random.default_rng(4).standard_normal((2048, 4096)).astype(dtype)
+    values[5] = 0.0
+    data = values
+    if module == "torch":
+        import torch
+
+        data = torch.from_numpy(values)
+    want = np.sqrt(np.einsum("ij,ij->i", values.astype(np.float64), values.astype(np.float64)))
+    got = anyreduce.reduce_l2(data, 1, keepdims=False)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    assert float(got[5]) == 0.0
+    extra = peak_extra_bytes(module, lambda: anyreduce.reduce_l2(data, 1))
+    assert extra is not None
+    assert extra <= 0.1 * values.nbytes, extra / values.nbytes

@@ -386,6 +386,18 @@ def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         def careful() -> Array:
             return _scaled_root(ctx, y, axes)
 
+    # A slice of zeros (a padded or masked row) is exact as it is. Its total is 0, as is
+    # one whose squares all underflow: where some total is 0, the slices' largest and
+    # smallest values, taken without a temporary, tell the two apart before the careful
+    # form is paid for. (Two selects in a row: torch.cond may not nest here.)
+    vanished = total == 0
+
+    def nonzero() -> Array:
+        top = xp.max(y, axis=axes, keepdims=True)
+        return (top != 0) | (xp.min(y, axis=axes, keepdims=True) != 0)
+
+    live = ctx.select(xp, vanished, nonzero, xp.zeros_like(vanished))
+    suspect = suspect & (live | ~vanished)
     root = ctx.select(xp, suspect, careful, _root(xp, total))
     return _cast(xp, _keep(xp, root, shape, axes, keepdims), ctx.dtype)
 
