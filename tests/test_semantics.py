@@ -142,6 +142,30 @@ def test_uint64_mean_is_exact(xp: Any, dtype_available: Any) -> None:
     assert_result(anyreduce.reduce_mean(data, keepdims=False), xp, "uint64", (), want, like=data)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+@pytest.mark.parametrize("axes", [(1,), (0,), None], ids=["last", "first", "every"])
+def test_wide_integer_means_of_large_data_are_exact(
+    xp: Any, dtype_available: Any, dtype: str, axes: tuple[int, ...] | None
+) -> None:
+    """Large enough to be taken in pieces by an eager backend (the limbs' sums added
+    piece by piece): still the exact mean, truncated toward zero, over the whole range."""
+    dtype_available(dtype)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(11)
+    values = rng.integers(int(info.min), int(info.max), (3, 2**16 + 5), dtype=dtype, endpoint=True)
+    values[0, :9] = info.max
+    values[1, :9] = info.min
+    data = make(xp, values, dtype)
+    normal = tuple(range(values.ndim)) if axes is None else axes
+    count = math.prod(values.shape[a] for a in normal)
+    sums = values.astype(object).sum(axis=normal)
+    means = np.array(
+        [abs(int(t)) // count * (1 if t >= 0 else -1) for t in np.ravel(sums)], dtype=dtype
+    )
+    got = anyreduce.reduce_mean(data, axes, keepdims=False)
+    np.testing.assert_array_equal(to_numpy(got), means.reshape(np.shape(sums)))
+
+
 @pytest.mark.parametrize(
     ("values", "any_", "all_"),
     [

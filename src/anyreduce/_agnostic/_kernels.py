@@ -263,7 +263,7 @@ def _mean(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
     n = _count(tuple(x.shape), axes)
     if _dtypes.is_integer(xp, ctx.dtype):
-        return _int_mean(xp, x, axes, keepdims, ctx.dtype, n)
+        return _int_mean(x, axes, keepdims, ctx, n)
     return _cast(xp, _linear_total(x, axes, keepdims, ctx, lambda t: t / n), ctx.dtype)
 
 
@@ -411,8 +411,20 @@ def _prod(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     if not axes:
         return _cast(xp, plain, ctx.dtype)
     # A partial product can overflow or underflow where the product does not, and then
-    # meet a zero or an infinity: only finite, non-zero products are taken as they are.
-    suspect = ~xp.isfinite(plain) | (plain == 0)
+    # meet a zero or an infinity: only finite, non-zero products are taken as they are,
+    # and products of 0 from slices that hold a zero (data such as ReLU outputs): their
+    # sign is the parity of the sign bits, as IEEE multiplication gives it, and a zero
+    # met by an infinity gives NaN, not 0. Where some product is 0, the slices' zeros
+    # are counted before the careful form is paid for.
+    vanished = plain == 0
+
+    def holds_zero() -> Array:
+        wide = _dtypes.widest_float(xp)
+        (count,) = ctx.parts(xp, x, axes, _zero_count, _add_parts, (0.0,), wide)
+        return _keep(xp, count, tuple(x.shape), axes, keepdims) > 0
+
+    exact = ctx.select(xp, vanished, holds_zero, xp.zeros_like(vanished))
+    suspect = ~xp.isfinite(plain) | (vanished & ~exact)
     careful = _careful_product(ctx, x, axes, keepdims, _dtypes.widest_float(xp), acc)
     return _cast(xp, ctx.select(xp, suspect, careful, plain), ctx.dtype)
 
@@ -431,11 +443,10 @@ def _careful_product(
     xp = ctx.xp
 
     def careful() -> Array:
-        y = xp.astype(x, wide)
         zero = (0.0,) * 6
         terms = functools.partial(_product_terms, split=x.dtype == wide)
         logs, exponents, zeros, infinities, nans, negatives = ctx.parts(
-            xp, y, axes, terms, _add_parts, zero, wide
+            xp, x, axes, terms, _add_parts, zero, wide
         )
         whole = xp.round(logs)
         k = whole + exponents
@@ -452,14 +463,18 @@ def _careful_product(
     return careful
 
 
-def _product_terms(xp: Namespace, y: Array, axes: Axes, *, split: bool) -> tuple[Array, ...]:
+def _product_terms(xp: Namespace, x: Array, axes: Axes, *, split: bool) -> tuple[Array, ...]:
     """Per slice (keepdims): the sums of log2(m) and of e over the regular |y| = m * 2**e,
-    and the counts of zeros, infinities, NaNs and negative signs.
+    ``y`` the data ``x`` in ``xp``'s widest float, and the counts of zeros, infinities,
+    NaNs and negative signs. Each statistic adds up over parts of the data, which are
+    widened one at a time (and may be another library's arrays than the kernel's).
 
-    Without ``split`` the whole log2|y| is summed (e = 0): for data widened into ``y``'s
-    dtype (float32 into float64) the sum's rounding, about ``n * 150 * eps(float64)``, is
-    far below the data's own ``eps``, and two of three passes are saved.
+    Without ``split`` the whole log2|y| is summed (e = 0): for data widened into the
+    widest float (float32 into float64) the sum's rounding, about
+    ``n * 150 * eps(float64)``, is far below the data's own ``eps``, and two of three
+    passes are saved.
     """
+    y = xp.astype(x, _dtypes.widest_float(xp))
     a = xp.abs(y)
     # Zeros, infinities and NaNs are counted apart and taken as 1 (e = 0, log2(m) = 0).
     a1 = xp.where(xp.isfinite(a) & (a != 0), a, xp.ones_like(a))
@@ -484,6 +499,12 @@ def _product_terms(xp: Namespace, y: Array, axes: Axes, *, split: bool) -> tuple
         count(xp.isnan(a)),
         count(xp.signbit(y)),
     )
+
+
+def _zero_count(xp: Namespace, x: Array, axes: Axes) -> tuple[Array]:
+    """Per slice (keepdims): how many of its values are zeros, in ``xp``'s widest float."""
+    count = xp.count_nonzero(x == 0, axis=axes, keepdims=True)
+    return (xp.astype(count, _dtypes.widest_float(xp)),)
 
 
 def _add_parts(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
@@ -571,40 +592,54 @@ def _trunc_div(xp: Namespace, q: Array, rem_nonzero: Array) -> Array:
     return xp.where((q < 0) & rem_nonzero, q + 1, q)
 
 
-def _int_mean(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any, n: Any) -> Array:
+def _int_mean(x: Array, axes: Axes, keepdims: bool, ctx: Context, n: Any) -> Array:
     """The exact mean of integers, truncated toward zero, in ``x.dtype``.
 
     Small types sum exactly in the widest integer. Wide types are split into limbs whose
     sums cannot overflow; the mean is then found by long division limb by limb, so the
     result is exact whatever the sum's size (the mean always fits the type).
     """
+    xp = ctx.xp
     if not axes:
         return xp.asarray(x, copy=True)
     acc = _dtypes.widest_int(xp)
     wide_bits = _dtypes.bits(xp, acc)
-    width = _dtypes.bits(xp, dtype)
-    signed = not _dtypes.is_unsigned(xp, dtype)
+    width = _dtypes.bits(xp, ctx.dtype)
+    signed = not _dtypes.is_unsigned(xp, ctx.dtype)
     if wide_bits - width >= 24:  # n * 2**width stays below 2**(wide_bits - 1)
         total = rsum(xp, x, axes, keepdims, acc)
         floor = total // n
         result = _trunc_div(xp, floor, total - floor * n != 0) if signed else floor
         return xp.astype(result, x.dtype)
     limb = 16 if wide_bits == 64 else 8
-    mask = (1 << limb) - 1
-    wide = xp.astype(x, acc)  # keeps the bits of uint64/uint32 held in int64/int32
+    limbs = functools.partial(_limb_sums, limb=limb, count=width // limb, signed=signed)
+    sums = ctx.parts(xp, x, axes, limbs, _add_parts, (0,) * (width // limb), acc)
     carry: Array | int = 0
     quotient: Array | int = 0
-    for j in reversed(range(width // limb)):
-        part = xp.bitwise_right_shift(wide, j * limb) if j else wide
-        top = j == width // limb - 1
-        if not (top and signed):
-            part = xp.bitwise_and(part, mask)
-        value = carry * (1 << limb) + rsum(xp, part, axes, keepdims, acc)
+    for total in sums:
+        value = carry * (1 << limb) + total
         digit = value // n
         carry = value - digit * n
         quotient = quotient * (1 << limb) + digit
     result = _trunc_div(xp, quotient, carry != 0) if signed else quotient
-    return xp.astype(result, x.dtype)
+    return xp.astype(_keep(xp, result, tuple(x.shape), axes, keepdims), x.dtype)
+
+
+def _limb_sums(
+    xp: Namespace, x: Array, axes: Axes, *, limb: int, count: int, signed: bool
+) -> tuple[Array, ...]:
+    """Per slice (keepdims), most significant first: the sums of the ``count`` limbs of
+    ``limb`` bits of integer ``x`` (the top one signed for a signed type), in ``xp``'s
+    widest integer. Each adds up exactly over parts of the data."""
+    acc = _dtypes.widest_int(xp)
+    wide = xp.astype(x, acc)  # keeps the bits of uint64/uint32 held in int64/int32
+    sums = []
+    for j in reversed(range(count)):
+        part = xp.bitwise_right_shift(wide, j * limb) if j else wide
+        if not (j == count - 1 and signed):
+            part = xp.bitwise_and(part, (1 << limb) - 1)
+        sums.append(rsum(xp, part, axes, True, acc))
+    return tuple(sums)
 
 
 KERNELS: dict[str, Kernel] = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -9,7 +11,7 @@ from typing import Any
 from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 from . import _threads
-from ._base import namespace_for
+from ._base import Profile, namespace_for, run_kernel
 
 __all__ = [
     "BLOCK",
@@ -20,12 +22,14 @@ __all__ = [
     "axis_block_sum",
     "blocked_sum",
     "every_axis_in_slabs",
+    "in_pieces",
     "isdtype_with_bfloat16",
     "log_sum_exp_in_place",
     "named",
     "numpy_carrier",
     "numpy_logical",
     "select_when_needed",
+    "statistics_in_pieces",
 ]
 
 Namespace = Any
@@ -274,3 +278,67 @@ def log_sum_exp_in_place(x: Array, axes: Axes, keepdims: bool, profile: Any) -> 
         del terms
         result = _keep(sx, _log(sx, total) + shift, tuple(x.shape), axes, keepdims)
         return profile.lower(xp, result, dtype)
+
+
+#: Elements of a piece of :func:`in_pieces` of data of 4 bytes or more an element (half
+#: as many of float16). The careful product's statistics hold about six float64
+#: temporaries at once, 3 MiB a piece; an int64 mean's limbs three int64 ones.
+PIECE = 2**16
+
+
+def in_pieces(
+    xp: Namespace,
+    x: Array,
+    axes: Axes,
+    partial: Callable[..., tuple[Array, ...]],
+    merge: Callable[..., tuple[Array, ...]],
+    empty: tuple[float, ...],
+    dtype: Any,
+) -> tuple[Array, ...]:
+    """``partial`` of non-empty ``x`` taken over pieces of at most :data:`PIECE` elements,
+    for ``anyreduce._agnostic.Context.parts``: ``x`` is cut along its first axis longer
+    than one (a piece still too large along the next, and so on); the pieces' statistics
+    are merged two at a time where that axis is reduced and joined where it is kept. The
+    temporaries of the statistics are then a piece's size, not the data's."""
+    size = math.prod(x.shape)
+    elements = PIECE * min(int(x.dtype.itemsize), 4) // 4
+    if size <= elements:
+        return partial(xp, x, axes)
+    axis = next(i for i, n in enumerate(x.shape) if n > 1)
+    length = x.shape[axis]
+    step = max(1, elements // (size // length))
+
+    def piece(start: int) -> tuple[Array, ...]:
+        index = tuple(
+            slice(start, start + step) if i == axis else slice(None) for i in range(x.ndim)
+        )
+        return in_pieces(xp, x[index], axes, partial, merge, empty, dtype)
+
+    starts = range(0, length, step)
+    if axis not in axes:
+        pieces = [piece(start) for start in starts]
+        return tuple(xp.concat(list(column), axis=axis) for column in zip(*pieces, strict=True))
+    merged = piece(0)
+    for start in starts[1:]:
+        pair = zip(merged, piece(start), strict=True)
+        merged = merge(xp, tuple(xp.concat([m, p], axis=axis) for m, p in pair), (axis,))
+    return merged
+
+
+def statistics_in_pieces(
+    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
+) -> Array | None:
+    """The generic kernel, the statistics it takes as parts (the careful product's, an
+    int64 mean's limb sums) taken by :func:`in_pieces`, and the careful form only where
+    some slice needs it. None for data of fewer than two pieces."""
+    if math.prod(x.shape) < 2 * PIECE:
+        return None
+    return run_kernel(
+        dataclasses.replace(profile, parts=in_pieces),
+        namespace_for(x),
+        op,
+        x,
+        axes,
+        keepdims,
+        select=select_when_needed,
+    )

@@ -23,6 +23,7 @@ from ._base import (
 from ._common import (
     BLOCK,
     MERGES,
+    PIECE,
     FixedInfo,
     Shim,
     axis_block_sum,
@@ -34,6 +35,7 @@ from ._common import (
     numpy_carrier,
     numpy_logical,
     select_when_needed,
+    statistics_in_pieces,
 )
 
 __all__ = ["PROFILE", "guarded", "numpy_quiet", "refuses"]
@@ -857,6 +859,48 @@ _THREADS = Accelerator(
     min_elements=_threads.LARGE,
 )
 
+# The careful product (each |x| split into significand and exponent) and the exact mean
+# of 64-bit integers (sums of 16-bit limbs) take their statistics through the kernel's
+# parts: in pieces, their temporaries are a piece's size. The same (4096, 4096) over the
+# last axis (under ``threads``, slab by slab): float32 Prod 103% -> 6.8%, float16
+# 207% -> 7.1%, int64 Mean 38% -> 2.4%. The careful product of float16 over the first
+# axis takes pieces of four rows: 229 -> 387 ms.
+CAREFUL_PRODUCT_IN_PIECES = Accelerator(
+    name="careful-product-in-pieces",
+    ops=frozenset({"reduce_prod"}),
+    dtypes=frozenset({"float16", "float32", "float64"}),
+    covers=(
+        "data of at least 2**17 elements, any layout: the careful product's statistics "
+        "(log2 of the significands, the exponents, the counts) in pieces of 2**16 "
+        "elements, merged two at a time; the careful form only where some slice needs it"
+    ),
+    earned=(
+        "float32 (4096, 4096) of values 1-99, every product overflowing, over the first "
+        "axis and every axis: peak extra memory 825% -> 7.4% and 3.3% of the input, "
+        "220 -> 230 ms and 325 -> 299 ms"
+    ),
+    exact=False,
+    run=statistics_in_pieces,
+    min_elements=2 * PIECE,
+)
+
+INTEGER_MEAN_IN_PIECES = Accelerator(
+    name="integer-mean-in-pieces",
+    ops=frozenset({"reduce_mean"}),
+    dtypes=frozenset({"int64", "uint64"}),
+    covers=(
+        "data of at least 2**17 elements, any layout: the sums of the 16-bit limbs in "
+        "pieces of 2**16 elements, added exactly"
+    ),
+    earned=(
+        "int64 (4096, 4096) over the first axis and every axis: peak extra memory 300% "
+        "-> 2.6% and 1.2% of the input, 121 -> 103 ms and 197 -> 59 ms"
+    ),
+    exact=True,
+    run=statistics_in_pieces,
+    min_elements=2 * PIECE,
+)
+
 PROFILE = Profile(
     name="numpy",
     recognises=recognises,
@@ -877,6 +921,8 @@ PROFILE = Profile(
         _IN_PIECES,
         _EVERY_AXIS,
         _LOG_SUM_EXP_IN_PLACE,
+        CAREFUL_PRODUCT_IN_PIECES,
+        INTEGER_MEAN_IN_PIECES,
         *ACCELERATORS,
     ),
 )
