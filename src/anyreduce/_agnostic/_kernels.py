@@ -396,8 +396,8 @@ def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         top = xp.max(y, axis=axes, keepdims=True)
         return (top != 0) | (xp.min(y, axis=axes, keepdims=True) != 0)
 
-    live = ctx.select(xp, vanished, nonzero, xp.zeros_like(vanished))
-    suspect = suspect & (live | ~vanished)
+    # Where no total is 0, ``vanished`` is all false and stands for the test's result.
+    suspect = xp.where(vanished, ctx.select(xp, vanished, nonzero, vanished), suspect)
     root = ctx.select(xp, suspect, careful, _root(xp, total))
     return _cast(xp, _keep(xp, root, shape, axes, keepdims), ctx.dtype)
 
@@ -418,13 +418,13 @@ def _prod(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     # are counted before the careful form is paid for.
     vanished = plain == 0
 
-    def holds_zero() -> Array:
+    def holds_no_zero() -> Array:
         wide = _dtypes.widest_float(xp)
         (count,) = ctx.parts(xp, x, axes, _zero_count, _add_parts, (0.0,), wide)
-        return _keep(xp, count, tuple(x.shape), axes, keepdims) > 0
+        return _keep(xp, count, tuple(x.shape), axes, keepdims) == 0
 
-    exact = ctx.select(xp, vanished, holds_zero, xp.zeros_like(vanished))
-    suspect = ~xp.isfinite(plain) | (vanished & ~exact)
+    # Where no product is 0, ``vanished`` is all false and stands for the test's result.
+    suspect = ~xp.isfinite(plain) | ctx.select(xp, vanished, holds_no_zero, vanished)
     careful = _careful_product(ctx, x, axes, keepdims, _dtypes.widest_float(xp), acc)
     return _cast(xp, ctx.select(xp, suspect, careful, plain), ctx.dtype)
 
