@@ -37,6 +37,12 @@ _NUMPY_LAYOUTS: list[Case] = [
     ((33, 2**8, 2**8 + 3), (1, 2)),
 ]
 
+# PyTorch's blocked L2: runs of a slice that end in a part-block (5 and 15 elements).
+_TORCH_LAYOUTS: list[Case] = [
+    ((2**10 + 3, 2**11 + 5), (1,)),
+    ((2**10 + 3, 2**11 + 5), None),
+]
+
 # Shapes and axes each accelerator is tried on: small, and large enough for the threaded
 # NumPy accelerator (2**21 elements or more with a kept axis).
 _CASES: list[Case] = [
@@ -48,6 +54,7 @@ _CASES: list[Case] = [
     ((2**11, 2**10), (0,)),
     ((2**11, 2**10), None),
     *_NUMPY_LAYOUTS,
+    *_TORCH_LAYOUTS,
 ]
 
 _SPECIAL = {
@@ -117,6 +124,8 @@ def test_accelerator_equals_the_generic_kernel(
     profile, accelerator = entry
     if (shape, axes) in _NUMPY_LAYOUTS and profile.name not in {"numpy", "torch"}:
         pytest.skip("a NumPy layout: the other libraries' large cases are above")
+    if (shape, axes) in _TORCH_LAYOUTS and accelerator.name != "blocked-norm":
+        pytest.skip("a layout of PyTorch's blocked L2: the others' large cases are above")
     backend = _backend(profile)
     large = math.prod(shape) > 2**16
     checked = 0
@@ -319,6 +328,38 @@ def test_no_accelerator_runs_when_they_are_off(entry: tuple[Profile, Accelerator
         data = make(xp, _values("float32", (4, 6), False, 2), "float32")
         for op in sorted(accelerator.ops):
             getattr(anyreduce, op)(data, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [(1,), (0, 1)], ids=["last", "every"])
+def test_blocked_norm_keeps_the_range_of_the_generic_kernel(
+    dtype: str, axes: tuple[int, ...]
+) -> None:
+    """PyTorch's ``blocked-norm`` on rows whose sums of squares leave the float range:
+    a row of zeros is 0 (the kernel tells it from underflow), a row of tiny values keeps
+    its L2, and a row whose squares overflow declines the data to the next accelerator."""
+    torch = pytest.importorskip("torch")
+    (accelerator,) = [a for p, a in _REGISTERED if a.name == "blocked-norm"]
+    from anyreduce._backends._torch import PROFILE
+
+    tiny, huge = (1e-30, 1e20) if dtype == "float32" else (1e-200, 1e160)
+    values = np.random.default_rng(9).standard_normal((1024, 2**11 + 5)).astype(dtype)
+    values[3] = 0.0
+    values[4] = tiny
+    values[5, :7] = -tiny
+    x = torch.from_numpy(values)
+    got = accelerator.run("reduce_l2", x, axes, True, PROFILE)
+    with no_accelerators():
+        want = anyreduce.reduce_l2(x, list(axes))
+    assert got is not None
+    bound = _bound("reduce_l2", values, axes, _backend(PROFILE), dtype)
+    _assert_same(got, want, dtype, exact=False, what=f"{dtype} {axes}", bound=bound)
+    if axes == (1,):
+        assert float(got[3, 0]) == 0.0
+        assert math.copysign(1.0, float(got[3, 0])) == 1.0
+        np.testing.assert_allclose(float(got[4, 0]), tiny * math.sqrt(values.shape[1]), rtol=1e-6)
+    values[6, 100] = huge
+    assert accelerator.run("reduce_l2", torch.from_numpy(values), axes, True, PROFILE) is None
 
 
 # --- CUDA: where a host read is not allowed -------------------------------------------------
