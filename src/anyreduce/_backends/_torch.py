@@ -25,7 +25,14 @@ from ._common import (
     named,
     select_when_needed,
 )
-from ._numpy import _FLOATS, _GUARDED, CAREFUL_PRODUCT_IN_PIECES, INTEGER_MEAN_IN_PIECES, guarded
+from ._numpy import (
+    _FLOATS,
+    _GUARDED,
+    CAREFUL_PRODUCT_IN_PIECES,
+    INTEGER_MEAN_IN_PIECES,
+    guarded,
+    numpy_quiet,
+)
 
 __all__ = ["PROFILE", "eager"]
 
@@ -384,8 +391,6 @@ def _blocked_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profil
         return None
     import numpy as np
     import torch
-
-    from ._numpy import numpy_quiet
 
     narrow = np.float32 if x.dtype == torch.float32 else np.float64
     info = np.finfo(narrow)
