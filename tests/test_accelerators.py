@@ -43,6 +43,15 @@ _TORCH_LAYOUTS: list[Case] = [
     ((2**10 + 3, 2**11 + 5), None),
 ]
 
+# Data widened into float64 in slabs below the threads' size (2**18 to 2**21 elements):
+# over the last axis, the first (slabs of columns, the last one short) and every axis.
+_WIDENED_LAYOUTS: list[Case] = [
+    ((2**9 + 3, 2**10 + 1), (1,)),
+    ((2**9 + 3, 2**10 + 1), (0,)),
+    ((2**9 + 3, 2**10 + 1), None),
+]
+_WIDENING = {"widened-in-slabs", "every-axis-in-pieces", "widened-through-numpy"}
+
 # Shapes and axes each accelerator is tried on: small, and large enough for the threaded
 # NumPy accelerator (2**21 elements or more with a kept axis).
 _CASES: list[Case] = [
@@ -55,6 +64,7 @@ _CASES: list[Case] = [
     ((2**11, 2**10), None),
     *_NUMPY_LAYOUTS,
     *_TORCH_LAYOUTS,
+    *_WIDENED_LAYOUTS,
 ]
 
 _SPECIAL = {
@@ -126,6 +136,8 @@ def test_accelerator_equals_the_generic_kernel(
         pytest.skip("a NumPy layout: the other libraries' large cases are above")
     if (shape, axes) in _TORCH_LAYOUTS and accelerator.name != "blocked-norm":
         pytest.skip("a layout of PyTorch's blocked L2: the others' large cases are above")
+    if (shape, axes) in _WIDENED_LAYOUTS and accelerator.name not in _WIDENING:
+        pytest.skip("a layout of the widening accelerators: the others' cases are above")
     backend = _backend(profile)
     large = math.prod(shape) > 2**16
     checked = 0

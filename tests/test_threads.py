@@ -337,6 +337,40 @@ def test_widened_data_stay_within_a_tenth_of_the_input(
 
 
 @pytest.mark.parametrize("module", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float16", "int8", "int32"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_widened_data_below_the_threads_size_hold_a_slab(
+    module: str, dtype: str, axes: int | None
+) -> None:
+    """Data of 2**20 elements, too few for the threads, that an operator widens into
+    float64 (integer L2 and LogSumExp, float16 L2, LogSumExp and SumSquare) hold one
+    slab's float64 temporary of 1 MiB at a time, not the data's shape in float64 (int8
+    L2: 16x the input, LogSumExp 24x; float16 L2 8x)."""
+    pytest.importorskip(module)
+    from anyreduce._bench._memory import peak_extra_bytes
+
+    values = np.clip(_data((1024, 1024), "float32", 8), -100, 100).astype(dtype)
+    data = values
+    if module == "torch":
+        import torch
+
+        data = torch.from_numpy(values)
+    allowed = 2**20 + 0.1 * values.nbytes
+    over = {}
+    ops = ["reduce_l2", "reduce_log_sum_exp"] + (
+        ["reduce_sum_square"] if dtype == "float16" else []
+    )
+    for op in ops:
+        f = getattr(anyreduce, op)
+        f(data, axes)  # a process's first call imports and remembers what it needs
+        extra = peak_extra_bytes(module, lambda f=f: f(data, axes))
+        assert extra is not None
+        if extra > allowed:
+            over[op] = round(extra / values.nbytes, 3)
+    assert not over, over
+
+
+@pytest.mark.parametrize("module", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_l2_of_data_with_a_row_of_zeros_takes_no_careful_form(module: str, dtype: str) -> None:
     """A row of zeros (padding, a mask) has a sum of squares of 0, as has a row whose

@@ -203,6 +203,7 @@ def split(
     threaded: bool = True,
     elements: int = SLAB_ELEMENTS,
     run: int = 1,
+    smallest: int = LARGE,
 ) -> Array | None:
     """``reduce`` of NumPy ``x`` computed slab by slab along a kept axis, on pool threads.
 
@@ -214,10 +215,12 @@ def split(
     of about ``SLAB_ELEMENTS`` elements in all at a time (a hand-off costs 20-50 us). A
     split axis that follows a reduced axis is cut into runs of at least ``run`` positions
     (``WIDE_RUN`` for an operator without temporaries). None where the data are not
-    split: smaller than two slabs of ``SLAB_ELEMENTS``, no kept axis, or already on a pool
+    split: fewer than ``smallest`` elements (two slabs of ``SLAB_ELEMENTS`` unless an
+    operator whose temporaries are many times its data's size says), no kept axis long
+    enough for two slabs of at least ``smallest / 2`` elements, or already on a pool
     thread.
     """
-    if getattr(_worker, "active", False) or not axes or _size(x) < 2 * SLAB_ELEMENTS:
+    if getattr(_worker, "active", False) or not axes or _size(x) < smallest:
         return None
     found = _split_axis(x, axes)
     if found is None:
@@ -228,7 +231,7 @@ def split(
     step = max(width, elements // per_position)
     if axis > min(axes):
         step = max(step, run)
-    if 2 * max(step, SLAB_ELEMENTS // per_position) > length:
+    if 2 * max(step, smallest // 2 // per_position) > length:
         return None
     bounds = [(start, min(start + step, length)) for start in range(0, length, step)]
     if bounds[-1][1] - bounds[-1][0] < width:  # the last slab too keeps ``width`` positions
