@@ -440,3 +440,29 @@ def test_torch_careful_product_and_wide_mean_stay_within_a_tenth(axes: int | Non
         assert extra is not None
         share = extra / (data.numel() * data.element_size())
         assert share <= 0.1, (op, share)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_torch_unsigned_tensors_are_not_lifted_whole(
+    restore_threads: None, dtype: str, axes: int | None
+) -> None:
+    """PyTorch has few kernels for uint16, uint32 and uint64: the generic kernel lifts the
+    tensor into a wider signed type (uint16 Sum 200% of the input, L2 1000%, uint64 Max
+    300%). Large CPU tensors of them hold at most a tenth of the input's bytes at once,
+    on two threads, as NumPy's arrays of the same data do."""
+    torch = pytest.importorskip("torch")
+    from anyreduce._bench._memory import peak_extra_bytes
+
+    anyreduce.set_num_threads(2)
+    values = np.random.default_rng(9).integers(0, 1000, (4096, 8192)).astype(dtype)
+    data = torch.from_numpy(values)
+    over = {}
+    for op in OPS:
+        f = getattr(anyreduce, op)
+        extra = peak_extra_bytes("torch", lambda f=f: f(data, axes))
+        assert extra is not None
+        if extra > 0.1 * values.nbytes:
+            over[op] = round(extra / values.nbytes, 3)
+    assert not over, over
