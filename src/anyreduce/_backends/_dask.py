@@ -9,7 +9,14 @@ import array_api_compat
 
 from .._lib._memo import library_key, memo
 from ._base import Profile
-from ._common import Shim, isdtype_with_bfloat16, named, numpy_carrier, numpy_logical
+from ._common import (
+    Shim,
+    in_pieces,
+    isdtype_with_bfloat16,
+    named,
+    numpy_carrier,
+    numpy_logical,
+)
 
 __all__ = ["PROFILE"]
 
@@ -138,30 +145,10 @@ def _chunk_parts(
     else:
         profile = profile_for(bxp)
         with profile.quiet():
-            parts = _in_slabs(profile.shim(bxp), block, axes, partial, merge)
+            # In pieces: the statistics of a careful form make several temporaries of
+            # the data's size, which for a whole chunk of 8 MB outgrew a 150 MB worker.
+            parts = in_pieces(profile.shim(bxp), block, axes, partial, merge, empty, dtype)
     return bxp.stack(parts)
-
-
-#: Elements per slab of a chunk: the statistics of a careful form make several temporaries
-#: of the data's size, which for a whole chunk of 8 MB outgrew a 150 MB worker.
-_SLAB = 2**16
-
-
-def _in_slabs(
-    xp: Namespace, block: Array, axes: Axes, partial: Any, merge: Any
-) -> tuple[Array, ...]:
-    """``partial`` of ``block`` taken over slabs along its first axis, merged."""
-    rows = block.shape[0] if block.ndim else 1
-    step = max(1, _SLAB // max(1, block.size // max(1, rows)))
-    if block.ndim == 0 or step >= rows:
-        result: tuple[Array, ...] = partial(xp, block, axes)
-        return result
-    pieces = [partial(xp, block[i : i + step, ...], axes) for i in range(0, rows, step)]
-    joined = tuple(xp.concat(list(column), axis=0) for column in zip(*pieces, strict=True))
-    if 0 in axes:
-        merged: tuple[Array, ...] = merge(xp, joined, (0,))
-        return merged
-    return joined
 
 
 def _by_chunks(
