@@ -348,8 +348,10 @@ def test_blocked_norm_keeps_the_range_of_the_generic_kernel(
     dtype: str, axes: tuple[int, ...]
 ) -> None:
     """PyTorch's ``blocked-norm`` on rows whose sums of squares leave the float range:
-    a row of zeros is 0 (the kernel tells it from underflow), a row of tiny values keeps
-    its L2, and a row whose squares overflow declines the data to the next accelerator."""
+    a row of zeros is 0 (told apart from underflow by its largest and smallest values);
+    a row of tiny values, whose squares underflow (over the last axis), and a row whose
+    squares overflow decline the data to the next accelerator, and the call keeps their
+    L2."""
     torch = pytest.importorskip("torch")
     (accelerator,) = [a for p, a in _REGISTERED if a.name == "blocked-norm"]
     from anyreduce._backends._torch import PROFILE
@@ -357,8 +359,6 @@ def test_blocked_norm_keeps_the_range_of_the_generic_kernel(
     tiny, huge = (1e-30, 1e20) if dtype == "float32" else (1e-200, 1e160)
     values = np.random.default_rng(9).standard_normal((1024, 2**11 + 5)).astype(dtype)
     values[3] = 0.0
-    values[4] = tiny
-    values[5, :7] = -tiny
     x = torch.from_numpy(values)
     got = accelerator.run("reduce_l2", x, axes, True, PROFILE)
     with no_accelerators():
@@ -369,9 +369,20 @@ def test_blocked_norm_keeps_the_range_of_the_generic_kernel(
     if axes == (1,):
         assert float(got[3, 0]) == 0.0
         assert math.copysign(1.0, float(got[3, 0])) == 1.0
-        np.testing.assert_allclose(float(got[4, 0]), tiny * math.sqrt(values.shape[1]), rtol=1e-6)
-    values[6, 100] = huge
-    assert accelerator.run("reduce_l2", torch.from_numpy(values), axes, True, PROFILE) is None
+    for row, value in [(4, tiny), (6, huge)]:
+        values[row, :-7] = value
+        values[row, -7:] = -value
+        ran = accelerator.run("reduce_l2", torch.from_numpy(values), axes, True, PROFILE)
+        if value == huge or axes == (1,):  # over every axis, the other rows keep the range
+            assert ran is None
+        got = anyreduce.reduce_l2(torch.from_numpy(values), list(axes))
+        with no_accelerators():
+            want = anyreduce.reduce_l2(torch.from_numpy(values), list(axes))
+        _assert_same(got, want, dtype, exact=False, what=f"{dtype} {axes} {value}", bound=None)
+        if axes == (1,):
+            expected = value * math.sqrt(values.shape[1])
+            np.testing.assert_allclose(float(got[row, 0]), expected, rtol=1e-6)
+        values[row] = 0.0
 
 
 # --- CUDA: where a host read is not allowed -------------------------------------------------

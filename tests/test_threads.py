@@ -370,6 +370,53 @@ def test_widened_data_below_the_threads_size_hold_a_slab(
     assert not over, over
 
 
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.parametrize(
+    ("module", "op", "row"),
+    [
+        ("numpy", "reduce_sum", 1e37),
+        ("numpy", "reduce_mean", 1e37),
+        ("numpy", "reduce_log_sum", 1e37),
+        ("numpy", "reduce_l2", 1e25),
+        ("numpy", "reduce_l2", 1e-25),
+        ("torch", "reduce_l2", 1e-25),
+    ],
+    ids=str,
+)
+def test_careful_forms_of_large_float32_data_hold_no_copy_of_it(
+    module: str, op: str, row: float, axes: int | None
+) -> None:
+    """float32 data with a row whose sum overflows (|x| about 1e37) or whose squares leave
+    the range (1e25, 1e-25): the careful form (the terms scaled by 2**-64; the squares in
+    float64) is taken in the same pass as the plain totals, not on a copy of the data (it
+    held 100% of the input, 400% for L2). Over the first axis the blocked sum's first
+    level, a sixteenth of the rows, is float64 for L2: an eighth of the input."""
+    pytest.importorskip(module)
+    from anyreduce._bench._memory import peak_extra_bytes
+
+    values = np.random.default_rng(5).standard_normal((2048, 4096)).astype(np.float32)
+    values[7] = np.float32(row) * np.sign(values[7]) if op != "reduce_log_sum" else row
+    if op == "reduce_log_sum":
+        values = np.abs(values)
+    data = values
+    if module == "torch":
+        import torch
+
+        data = torch.from_numpy(values)
+    f = getattr(anyreduce, op)
+    got = np.asarray(f(data, axes))
+    with anyreduce._backends.no_accelerators():
+        want = np.asarray(f(data, axes))
+    if module == "numpy":  # the one-pass accelerators: bit for bit
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    extra = peak_extra_bytes(module, lambda: f(data, axes))
+    assert extra is not None
+    allowed = 0.2 if (op == "reduce_l2" and axes == 0) else 0.1
+    assert extra <= allowed * values.nbytes, extra / values.nbytes
+
+
 @pytest.mark.parametrize("module", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_l2_of_data_with_a_row_of_zeros_takes_no_careful_form(module: str, dtype: str) -> None:

@@ -33,9 +33,11 @@ __all__ = [
     "Kernel",
     "magnitude",
     "plain_total",
+    "scaled_down",
     "square",
     "where_suspect",
     "whole",
+    "wide_square",
 ]
 
 Namespace = Any
@@ -86,11 +88,24 @@ def magnitude(xp: Namespace, y: Array) -> Array:
     return xp.abs(y)
 
 
+def scaled_down(xp: Namespace, y: Array) -> Array:
+    """The term of a careful sum: ``y * 2**-64``, whose sum cannot overflow."""
+    return y * 2.0**-_SCALE
+
+
+def wide_square(xp: Namespace, y: Array) -> Array:
+    """The term of a careful sum of squares: the square in the widest float, where the
+    squares of float32 values are finite and normal."""
+    w = xp.astype(y, _dtypes.widest_float(xp))
+    return xp.multiply(w, w)
+
+
 def plain_total(
     xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
 ) -> Array:
     """The sum over ``axes``, accumulated in ``dtype``, of ``term(xp, y)`` (of ``y`` itself
-    for None): the plain total of Sum, Mean, LogSum, SumSquare, L1 and L2.
+    for None): the plain total of Sum, Mean, LogSum, SumSquare, L1 and L2, and the
+    careful one of Sum, Mean, LogSum (:func:`scaled_down`) and L2 (:func:`wide_square`).
 
     An eager backend may compute the same values another way (one pass over the data, the
     term taken block by block), given as ``Context.total``."""
@@ -100,7 +115,7 @@ def plain_total(
 class Context(NamedTuple):
     """What a kernel needs besides its data: the namespace, the caller's dtype, how
     suspect slices are recomputed (:func:`where_suspect` unless an eager backend says),
-    how statistics of data in parts are merged, and how a plain total is taken
+    how statistics of data in parts are merged, and how a total of terms is taken
     (:func:`plain_total`).
 
     A named tuple: one is made on every call, in 0.4 of a frozen dataclass's time."""
@@ -244,7 +259,7 @@ def _linear_total(
         return total
 
     def careful() -> Array:
-        return finish(rsum(xp, x * 2.0**-_SCALE, axes, keepdims, acc)) * 2.0**_SCALE
+        return finish(ctx.total(xp, scaled_down, x, axes, keepdims, acc)) * 2.0**_SCALE
 
     return ctx.select(xp, ~xp.isfinite(total), careful, total)
 
@@ -378,8 +393,7 @@ def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     if wide != acc and _squares_fit(xp, x.dtype, wide):
 
         def careful() -> Array:  # float32 squares are finite and normal in float64
-            w = xp.astype(x, wide)
-            return xp.astype(_root(xp, rsum(xp, w * w, axes, True, wide)), acc)
+            return xp.astype(_root(xp, ctx.total(xp, wide_square, x, axes, True, wide)), acc)
 
     else:
 
@@ -542,7 +556,8 @@ def _log_sum(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     if _may_overflow(xp, x.dtype, acc):
         # A sum that overflowed on the way: the logarithm of the scaled sum, shifted back.
         def careful() -> Array:
-            return xp.log(rsum(xp, x * 2.0**-_SCALE, axes, keepdims, acc)) + _SCALE * math.log(2.0)
+            scaled = ctx.total(xp, scaled_down, x, axes, keepdims, acc)
+            return xp.log(scaled) + _SCALE * math.log(2.0)
 
         logs = ctx.select(xp, ~xp.isfinite(total), careful, logs)
     return _cast(xp, logs, ctx.dtype)

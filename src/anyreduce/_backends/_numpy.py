@@ -8,7 +8,16 @@ from typing import Any
 
 import array_api_compat
 
-from .._agnostic._kernels import Term, Total, magnitude, plain_total, square
+from .._agnostic._kernels import (
+    _SCALE,
+    Term,
+    Total,
+    magnitude,
+    plain_total,
+    scaled_down,
+    square,
+    wide_square,
+)
 from .._lib._memo import library_key, memo
 from . import _threads
 from ._base import (
@@ -235,13 +244,24 @@ _TILE = 2**18
 
 
 def _in_place_term(term: Term) -> Callable[[Array, Array], Array]:
-    """``term`` (:func:`square` or :func:`magnitude`) as the NumPy ufunc it calls,
-    writing into ``out``: the same loop, the same values."""
+    """``term`` (one of ``_ONE_PASS_TERMS``) as the NumPy ufunc it calls, writing into
+    ``out`` (of the dtype the term's values are summed in): the same loop, the same
+    values."""
     import numpy as np
 
     if term is square:
         return lambda part, out: np.multiply(part, part, out=out)
-    return lambda part, out: np.absolute(part, out=out)
+    if term is magnitude:
+        return lambda part, out: np.absolute(part, out=out)
+    if term is scaled_down:
+        return lambda part, out: np.multiply(part, 2.0**-_SCALE, out=out)
+    # wide_square: float32 values squared in float64, as astype then multiply gives them
+    return lambda part, out: np.multiply(part, part, out=out, dtype=np.float64)
+
+
+# The terms the one-pass totals write into a buffer; the careful forms' (``scaled_down``,
+# ``wide_square``) so that a slice that needs one makes no temporary of the data's size.
+_ONE_PASS_TERMS = (None, square, magnitude, scaled_down, wide_square)
 
 
 def _plain_float_data(y: Array, dtype: Any) -> bool:
@@ -307,8 +327,9 @@ def _last_axes_total(
     out = np.empty(rows, dtype)
     apply = None if term is None else _in_place_term(term)
     # Rows a tile holds (one row, where it is longer); without a term there is no buffer
-    # to keep in the cache, and a tile is a job's slab.
-    tile = _threads.SLAB_ELEMENTS if apply is None else _TILE
+    # to keep in the cache, and a tile is a job's slab. A buffer takes the bytes of _TILE
+    # elements of the data, also where its terms are wider (float32 squares in float64).
+    tile = _threads.SLAB_ELEMENTS if apply is None else _TILE * y.itemsize // dtype.itemsize
     group = max(1, tile // width)
 
     def job(bound: tuple[int, int]) -> None:
@@ -340,10 +361,15 @@ def _every_axis_total(
     apply = None if term is None else _in_place_term(term)
 
     def terms(piece: Array) -> Array:
-        return piece if apply is None else apply(piece, np.empty_like(piece))
+        return piece if apply is None else apply(piece, np.empty(piece.shape, dtype))
 
     tile = max(128, min(_TILE, y.size // 64))
     total = np.asarray(_pairwise_sum(y, terms, tile), dtype=dtype)
+    if np.isnan(total):
+        # Which of two NaNs a sum keeps (its sign: inf - inf gives -NaN on x86) follows
+        # the order the compiler gave each addition's operands, in NumPy's loop and in
+        # the pieces' additions alike: a NaN total is the kernel's own.
+        return plain_total(xp, term, y, axes, keepdims, dtype)
     return total.reshape((1,) * y.ndim if keepdims else ())
 
 
@@ -414,7 +440,13 @@ def _in_one_pass(
     def total(
         xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
     ) -> Array:
-        if term in (None, square, magnitude) and layout(y, axes, dtype):
+        import numpy as np
+
+        if term is wide_square:  # float32 data's squares, summed in float64
+            ours = y.dtype == np.float32 and dtype == np.float64 and layout(y, axes, y.dtype)
+        else:
+            ours = term in _ONE_PASS_TERMS and layout(y, axes, dtype)
+        if ours:
             return one_pass(xp, term, y, axes, keepdims, dtype)
         return plain_total(xp, term, y, axes, keepdims, dtype)
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import array_api_compat
 
-from .._agnostic._kernels import Term, square
 from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 from .._lib._memo import library_key, memo
@@ -428,10 +427,10 @@ def _blocked_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profil
 
     Data with a slice whose sum of squares overflowed or underflowed (the generic
     kernel's test, on the float64 sums) are declined before any careful form is paid
-    for: NumPy's slabs take it a slab at a time, where the kernel here would widen all
-    the data. A sum of 0 may be a slice of zeros, which the kernel tells apart from
-    underflow by the slices' largest and smallest values: there it runs, with these
-    sums as its plain totals."""
+    for: NumPy takes its careful form in the same pass as its plain sums, where the
+    kernel here would widen all the data. A sum of 0 is a slice of zeros, or one whose
+    squares all underflowed: the slices' largest and smallest values, taken as the
+    kernel takes them (without a temporary), tell the two apart."""
     if x.requires_grad or x.numel() < _threads.LARGE or not _on_cpu(x):
         return None
     run = _trailing_run(x, axes)
@@ -444,25 +443,17 @@ def _blocked_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profil
     info = np.finfo(narrow)
     with numpy_quiet():
         squares = _blocked_squares(x, axes, run)
+        zero = squares == 0
         out_of_range = np.isinf(squares) | (squares < info.smallest_normal / info.eps**2)
-        if not out_of_range.any():
-            root = torch.from_numpy(np.asarray(np.sqrt(squares).astype(narrow)))
-            return root.reshape(reduced_shape(tuple(x.shape), axes, keepdims))
-        if (out_of_range & (squares != 0)).any():
+        if (out_of_range & ~zero).any():
             return None
-        totals = torch.from_numpy(np.asarray(squares.astype(narrow)))
-    kept = totals.reshape(reduced_shape(tuple(x.shape), axes, True))
-
-    def total(
-        xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
-    ) -> Array:
-        # The kernel asks once, for the L2's sum of squares of the data as they came.
-        assert term is square
-        assert y is x
-        return kept
-
-    xp = namespace_for(x)
-    return run_kernel(profile, xp, op, x, axes, keepdims, select=select_when_needed, total=total)
+        if zero.any():
+            rows = x.reshape((*squares.shape, run))
+            top, bottom = torch.amax(rows, dim=-1).numpy(), torch.amin(rows, dim=-1).numpy()
+            if (zero & ((top != 0) | (bottom != 0))).any():
+                return None
+        root = torch.from_numpy(np.asarray(np.sqrt(squares).astype(narrow)))
+        return root.reshape(reduced_shape(tuple(x.shape), axes, keepdims))
 
 
 _BLOCKED_NORM = Accelerator(
