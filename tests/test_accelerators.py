@@ -385,6 +385,39 @@ def test_blocked_norm_keeps_the_range_of_the_generic_kernel(
         values[row] = 0.0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [(1,), (0,), (0, 1)], ids=["last", "first", "every"])
+def test_one_pass_totals_take_the_careful_terms_bit_for_bit(
+    dtype: str, axes: tuple[int, ...]
+) -> None:
+    """NumPy's one-pass totals of the careful forms' terms (the data scaled by 2**-64;
+    float32 squares in float64), written a buffer at a time, equal the generic
+    ``plain_total`` of the same terms bit for bit, on rows and columns of odd lengths."""
+    import array_api_compat
+
+    from anyreduce._agnostic._kernels import plain_total, scaled_down, wide_square
+    from anyreduce._backends import _numpy
+
+    one_pass = {
+        (1,): _numpy._last_axes_total,
+        (0,): _numpy._first_axis_total,
+        (0, 1): _numpy._every_axis_total,
+    }[axes]
+    values = (np.random.default_rng(11).standard_normal((2**11 + 3, 2**10 + 7)) * 1e30).astype(
+        dtype
+    )
+    xp = _numpy._shim(array_api_compat.array_namespace(values))
+    terms = [(scaled_down, values.dtype)]
+    if dtype == "float32":
+        terms.append((wide_square, np.dtype(np.float64)))
+    for term, acc in terms:
+        with np.errstate(all="ignore"):
+            want = plain_total(xp, term, values, axes, True, acc)
+            got = one_pass(xp, term, values, axes, True, acc)
+        assert got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes(), term.__name__
+
+
 # --- CUDA: where a host read is not allowed -------------------------------------------------
 
 
