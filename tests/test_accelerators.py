@@ -52,6 +52,27 @@ _WIDENED_LAYOUTS: list[Case] = [
 ]
 _WIDENING = {"widened-in-slabs", "every-axis-in-pieces", "widened-through-numpy"}
 
+# NumPy's one-pass totals below the threads' size (2**20 to 2**21 elements, one job, tiles
+# of 2**17 elements): the last tile of rows or columns short, and an odd every-axis run.
+_ONE_PASS_LAYOUTS: list[Case] = [
+    ((2**10 + 3, 2**10 + 1), (1,)),
+    ((2**10 + 3, 2**10 + 1), (0,)),
+    ((2**10 + 3, 2**10 + 1), None),
+]
+_ONE_PASS = {
+    "first-axis-in-one-pass",
+    "every-axis-in-one-pass",
+    "last-axes-in-one-pass",
+    "log-sum-exp-in-one-pass",
+}
+
+# The layouts of some accelerators alone: (the cases, the accelerators, what they are).
+_OWN_LAYOUTS = [
+    (_TORCH_LAYOUTS, {"blocked-norm"}, "PyTorch's blocked L2"),
+    (_WIDENED_LAYOUTS, _WIDENING, "the widening accelerators"),
+    (_ONE_PASS_LAYOUTS, _ONE_PASS, "NumPy's one-pass totals"),
+]
+
 # Shapes and axes each accelerator is tried on: small, and large enough for the threaded
 # NumPy accelerator (2**21 elements or more with a kept axis).
 _CASES: list[Case] = [
@@ -65,6 +86,7 @@ _CASES: list[Case] = [
     *_NUMPY_LAYOUTS,
     *_TORCH_LAYOUTS,
     *_WIDENED_LAYOUTS,
+    *_ONE_PASS_LAYOUTS,
 ]
 
 _SPECIAL = {
@@ -134,10 +156,9 @@ def test_accelerator_equals_the_generic_kernel(
     profile, accelerator = entry
     if (shape, axes) in _NUMPY_LAYOUTS and profile.name not in {"numpy", "torch"}:
         pytest.skip("a NumPy layout: the other libraries' large cases are above")
-    if (shape, axes) in _TORCH_LAYOUTS and accelerator.name != "blocked-norm":
-        pytest.skip("a layout of PyTorch's blocked L2: the others' large cases are above")
-    if (shape, axes) in _WIDENED_LAYOUTS and accelerator.name not in _WIDENING:
-        pytest.skip("a layout of the widening accelerators: the others' cases are above")
+    for cases, names, what in _OWN_LAYOUTS:
+        if (shape, axes) in cases and accelerator.name not in names:
+            pytest.skip(f"a layout of {what}: the others' cases are above")
     backend = _backend(profile)
     large = math.prod(shape) > 2**16
     checked = 0

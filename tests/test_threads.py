@@ -374,6 +374,48 @@ def test_widened_data_below_the_threads_size_hold_a_slab(
     assert not over, over
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_float_terms_below_the_threads_size_hold_a_tile(dtype: str, axes: int | None) -> None:
+    """L1, SumSquare, L2 and LogSumExp of float data of 2**20 elements, too few for the
+    threads, hold a tile of their terms (|x|, x**2, exp(x - shift)) at a time, not the
+    terms of the whole data (100% of the input); so does the careful form of a Sum whose
+    total overflows (its terms scaled by 2**-64), bit for bit the generic kernel."""
+    values = _data((1024, 1024), dtype, 9)
+    ops = ["reduce_l1", "reduce_sum_square", "reduce_l2", "reduce_log_sum_exp"]
+    allowed = 2**20 + 0.1 * values.nbytes
+    over = _over("numpy", values, values.nbytes, ops, axes, allowed)
+    huge = values.copy()
+    huge[3] = np.finfo(dtype).max / 4 * np.sign(huge[3])
+    got = anyreduce.reduce_sum(huge, axes)
+    with anyreduce._backends.no_accelerators():
+        want = anyreduce.reduce_sum(huge, axes)
+    assert _same_bits(np.asarray(got), np.asarray(want))
+    over |= _over("numpy", huge, huge.nbytes, ["reduce_sum"], axes, allowed)
+    assert not over, over
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+@pytest.mark.parametrize("axes", [1, 0], ids=["last", "first"])
+def test_integer_terms_of_large_data_hold_a_tile(dtype: str, axes: int) -> None:
+    """SumSquare and L1 of 32- and 64-bit integers of 2**21 elements hold a tile of their
+    terms (x**2 and |x|, wrapped in the type) at a time, and their sums, which wrap, equal
+    the generic kernel's bit for bit."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(11)
+    values = rng.integers(info.min, info.max, (2048, 1024), dtype=dtype, endpoint=True)
+    values[0, :3] = [info.min, info.max, 0]
+    ops = ["reduce_l1", "reduce_sum_square"]
+    for op in ops:
+        f = getattr(anyreduce, op)
+        got = f(values, axes)
+        with anyreduce._backends.no_accelerators():
+            want = f(values, axes)
+        assert _same_bits(np.asarray(got), np.asarray(want)), op
+    over = _over("numpy", values, values.nbytes, ops, axes, 0.2 * values.nbytes)
+    assert not over, over
+
+
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 @pytest.mark.parametrize(
     ("module", "op", "row"),

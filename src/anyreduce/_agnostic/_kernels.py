@@ -104,8 +104,9 @@ def plain_total(
     xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
 ) -> Array:
     """The sum over ``axes``, accumulated in ``dtype``, of ``term(xp, y)`` (of ``y`` itself
-    for None): the plain total of Sum, Mean, LogSum, SumSquare, L1 and L2, and the
-    careful one of Sum, Mean, LogSum (:func:`scaled_down`) and L2 (:func:`wide_square`).
+    for None): the plain total of Sum, Mean, LogSum, SumSquare, L1 and L2 (of integers:
+    SumSquare and L1, wrapped in their type), and the careful one of Sum, Mean, LogSum
+    (:func:`scaled_down`) and L2 (:func:`wide_square`).
 
     An eager backend may compute the same values another way (one pass over the data, the
     term taken block by block), given as ``Context.total``."""
@@ -284,8 +285,8 @@ def _mean(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
 
 def _sum_square(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
-    if _dtypes.is_integer(xp, ctx.dtype):
-        return rsum(xp, xp.multiply(x, x), axes, keepdims, x.dtype)
+    if _dtypes.is_integer(xp, ctx.dtype):  # the squares wrap, as does their sum
+        return ctx.total(xp, square, x, axes, keepdims, x.dtype)
     acc = _dtypes.compute_float(xp, ctx.dtype)
     y = xp.astype(x, acc, copy=False)
     # Every term is positive: a partial sum never exceeds the total, so only a total
@@ -297,8 +298,8 @@ def _l1(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
     if _dtypes.is_integer(xp, ctx.dtype):
         # |min| wraps to min, as in two's complement; unsigned data are their own |x|.
-        magnitudes = x if _dtypes.is_unsigned(xp, ctx.dtype) else xp.abs(x)
-        return rsum(xp, magnitudes, axes, keepdims, x.dtype)
+        term = None if _dtypes.is_unsigned(xp, ctx.dtype) else magnitude
+        return ctx.total(xp, term, x, axes, keepdims, x.dtype)
     acc = _dtypes.compute_float(xp, ctx.dtype)
     return _cast(xp, ctx.total(xp, magnitude, x, axes, keepdims, acc), ctx.dtype)
 
