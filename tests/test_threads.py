@@ -416,6 +416,25 @@ def test_integer_terms_of_large_data_hold_a_tile(dtype: str, axes: int) -> None:
     assert not over, over
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_torch_log_sum_exp_below_the_threads_size_holds_one_temporary(
+    dtype: str, axes: int | None
+) -> None:
+    """PyTorch's LogSumExp of 2**20 elements (too few to go through NumPy) writes exp(x -
+    shift) over x - shift: one temporary of the data's size, not two, and the same values
+    bit for bit."""
+    torch = pytest.importorskip("torch")
+    data = torch.from_numpy(_data((1024, 1024), dtype, 12))
+    got = anyreduce.reduce_log_sum_exp(data, axes)
+    with anyreduce._backends.no_accelerators():
+        want = anyreduce.reduce_log_sum_exp(data, axes)
+    assert torch.equal(got, want)
+    nbytes = data.numel() * data.element_size()
+    over = _over("torch", data, nbytes, ["reduce_log_sum_exp"], axes, 1.1 * nbytes)
+    assert not over, over
+
+
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 @pytest.mark.parametrize(
     ("module", "op", "row"),

@@ -21,6 +21,7 @@ from ._common import (
     Shim,
     every_axis_in_slabs,
     in_pieces,
+    log_sum_exp_in_place,
     named,
     select_when_needed,
 )
@@ -296,6 +297,31 @@ _UNSIGNED_THROUGH_NUMPY = Accelerator(
     exact=False,
     run=_unsigned_through_numpy,
     min_elements=2 * WIDENED_ELEMENTS,
+)
+
+
+def _log_sum_exp(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    if x.requires_grad or not _on_cpu(x):
+        return None
+    return log_sum_exp_in_place(x, axes, keepdims, profile)
+
+
+_LOG_SUM_EXP_IN_PLACE = Accelerator(
+    name="log-sum-exp-in-place",
+    ops=frozenset({"reduce_log_sum_exp"}),
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "CPU tensors that do not require grad (from 2**21 elements: "
+        "temporaries-through-numpy); the generic kernel's steps with exp(x - shift) "
+        "written over x - shift"
+    ),
+    earned=(
+        "float32 (1024, 1024), (1024, 2047) and (512, 512), last, first and every axis: "
+        "200-202% of the input in temporaries -> 100-102%, 1.0-2.3 -> 1.1-1.8 ms on "
+        "(1024, 1024), bit for bit"
+    ),
+    exact=True,
+    run=_log_sum_exp,
 )
 
 
@@ -665,6 +691,7 @@ PROFILE = Profile(
         _UNSIGNED_THROUGH_NUMPY,
         _SLABS,
         _EVERY_AXIS,
+        _LOG_SUM_EXP_IN_PLACE,
         _FUSED_NORMS,
         _CAREFUL_PRODUCT_THROUGH_NUMPY,
         _INTEGER_MEAN_THROUGH_NUMPY,
