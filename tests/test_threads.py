@@ -358,7 +358,8 @@ def test_widened_data_below_the_threads_size_hold_a_slab(
     """Data of 2**20 elements, too few for the threads, that an operator widens into
     float64 (integer L2 and LogSumExp, float16 L2, LogSumExp and SumSquare) hold one
     slab's float64 temporary of 1 MiB at a time, not the data's shape in float64 (int8
-    L2: 16x the input, LogSumExp 24x; float16 L2 8x)."""
+    L2: 16x the input, LogSumExp 24x; float16 L2 8x). Over the first axis the kernel's
+    blocked sum of a slab holds a sixteenth of it besides (its first level: 64 KiB)."""
     pytest.importorskip(module)
     values = np.clip(_data((1024, 1024), "float32", 8), -100, 100).astype(dtype)
     data = values
@@ -369,7 +370,8 @@ def test_widened_data_below_the_threads_size_hold_a_slab(
     ops = ["reduce_l2", "reduce_log_sum_exp"] + (
         ["reduce_sum_square"] if dtype == "float16" else []
     )
-    allowed = 2**20 + 0.1 * values.nbytes
+    slab = 2**20
+    allowed = slab + slab // 16 + 0.1 * values.nbytes
     over = _over(module, data, values.nbytes, ops, axes, allowed)
     assert not over, over
 

@@ -255,12 +255,19 @@ def every_axis_in_slabs(
     return xp.reshape(merged, (1,) * x.ndim) if keepdims else merged
 
 
-def log_sum_exp_in_place(x: Array, axes: Axes, keepdims: bool, profile: Any) -> Array | None:
+def log_sum_exp_in_place(
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    profile: Any,
+    sum_exps: Callable[[Array, Array], Array] | None = None,
+) -> Array | None:
     """The generic LogSumExp of eager float32 or float64 ``x`` (a library whose ``exp``
     takes ``out=``), with exp(x - shift) written over x - shift: one temporary of the
     data's size instead of two, and the same values bit for bit (the same calls of the
     library's shim in the same order, see ``anyreduce._agnostic._kernels._shifted_exps``).
-    None for other dtypes and for no axes."""
+    ``sum_exps(y, shift)``, where given, takes the sum of exp(y - shift) (keepdims)
+    another way, with the same values. None for other dtypes and for no axes."""
     from .._agnostic._kernels import _keep, _log
 
     xp = namespace_for(x)
@@ -272,10 +279,13 @@ def log_sum_exp_in_place(x: Array, axes: Axes, keepdims: bool, profile: Any) -> 
         sx = profile.shim(xp)
         m = sx.max(y, axis=axes, keepdims=True)
         shift = sx.where(sx.isfinite(m), m, sx.zeros_like(m))
-        terms = y - shift
-        sx.exp(terms, out=terms)
-        total = sx.sum(terms, axis=axes, keepdims=True, dtype=y.dtype)
-        del terms
+        if sum_exps is None:
+            terms = y - shift
+            sx.exp(terms, out=terms)
+            total = sx.sum(terms, axis=axes, keepdims=True, dtype=y.dtype)
+            del terms
+        else:
+            total = sum_exps(y, shift)
         result = _keep(sx, _log(sx, total) + shift, tuple(x.shape), axes, keepdims)
         return profile.lower(xp, result, dtype)
 

@@ -778,24 +778,19 @@ def _log_sum_exp_in_one_pass(
     op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
 ) -> Array | None:
     """The generic LogSumExp of data in a layout of the one-pass totals: the kernel's
-    steps (see :func:`log_sum_exp_in_place`), its sum of exp(x - shift) taken a tile at a
+    steps (:func:`log_sum_exp_in_place`), its sum of exp(x - shift) taken a tile at a
     time, each tile's terms written into a buffer."""
-    from .._agnostic._kernels import _keep, _log
-
-    if math.prod(x.shape) < SHIFTED_ELEMENTS or x.dtype.kind != "f":
+    if math.prod(x.shape) < SHIFTED_ELEMENTS:
         return None
     one_pass = next((total for ours, total in _ONE_PASS_LAYOUTS if ours(x, axes, x.dtype)), None)
     if one_pass is None:
         return None
     xp = namespace_for(x)
-    with numpy_quiet():
-        y = profile.lift(x)
-        sx = profile.shim(xp)
-        m = sx.max(y, axis=axes, keepdims=True)
-        shift = sx.where(sx.isfinite(m), m, sx.zeros_like(m))
-        total = one_pass(xp, _ShiftedExp(shift), y, axes, True, y.dtype)
-        result = _keep(sx, _log(sx, total) + shift, tuple(x.shape), axes, keepdims)
-        return profile.lower(xp, result, x.dtype)
+
+    def sum_exps(y: Array, shift: Array) -> Array:
+        return one_pass(xp, _ShiftedExp(shift), y, axes, True, y.dtype)
+
+    return log_sum_exp_in_place(x, axes, keepdims, profile, sum_exps)
 
 
 _LOG_SUM_EXP_IN_ONE_PASS = Accelerator(
