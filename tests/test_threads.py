@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import anyreduce
+import backends
 import reference
 from anyreduce._backends import _threads
 
@@ -332,47 +333,94 @@ def _over(
     return over
 
 
+_EVERY_DTYPE = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+]
+
+
+def _every_dtype_data(module: str, dtype: str) -> tuple[Any, int]:
+    """float32 (4096, 8192) values of about 3 in ``dtype`` (unsigned: their magnitudes;
+    bool: their signs) in ``module``'s array, and its bytes."""
+    values = np.clip(_data((4096, 8192), "float32", 5), -100, 100)
+    if dtype == "bool":
+        values = values > 0
+    elif dtype.startswith("uint"):
+        values = np.abs(values)
+    if module == "numpy":
+        x = values.astype(backends.np_dtype(dtype))
+        return x, x.nbytes
+    import torch
+
+    data = torch.from_numpy(values).to(getattr(torch, dtype))
+    return data, data.numel() * data.element_size()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["float16", "int8", "int32", "int64"])
+@pytest.mark.parametrize("module", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", _EVERY_DTYPE)
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
-def test_widened_data_stay_within_a_tenth_of_the_input(
-    restore_threads: None, dtype: str, axes: int | None
+def test_every_operator_and_dtype_stays_within_a_tenth_of_the_input(
+    restore_threads: None, module: str, dtype: str, axes: int | None
 ) -> None:
-    """Operators that widen their data (float16 in float64; integer L2 and LogSumExp in
-    float64), the exact mean of 64-bit integers (its limbs) and the careful product (each
-    float split into significand and exponent; the products of normal data leave the
-    range, so it runs) hold at most a tenth of the input's bytes at once on two threads,
-    as float32 data do: their temporaries are a slab's or a piece's size."""
+    """Every operator on every dtype, (4096, 8192) on two threads, holds at most a tenth of
+    the input's bytes at once: data an operator widens (float16 and bfloat16 in float64;
+    integer L2 and LogSumExp in float64) and data held in a carrier (bfloat16 in float32,
+    PyTorch's unsigned types in wider signed ones) a slab or a piece at a time, the exact
+    mean of 64-bit integers (its limbs) and the careful product (each float split into
+    significand and exponent; the products of these data leave the range, so it runs) in
+    pieces."""
+    pytest.importorskip(module)
     anyreduce.set_num_threads(2)
-    x = np.clip(_data((4096, 8192), "float32", 5), -100, 100).astype(dtype)
-    over = _over("numpy", x, x.nbytes, OPS, axes, 0.1 * x.nbytes)
-    assert not over, over
+    data, nbytes = _every_dtype_data(module, dtype)
+    ops = [op for op in OPS if dtype != "bool" or op in {"reduce_max", "reduce_min"}]
+    over = _over(module, data, nbytes, ops, axes, 0.1 * nbytes)
+    assert set(over) == _KNOWN_OVER.get((module, dtype, axes), set()), over
+
+
+# The cases still over a tenth, each named: a case that comes within it fails the test
+# until it is taken off. NumPy's bfloat16 (ml_dtypes) product over every axis lifts the
+# data whole into float32 (200% of the input) before its statistics go in pieces.
+_KNOWN_OVER = {("numpy", "bfloat16", None): {"reduce_prod"}}
 
 
 @pytest.mark.parametrize("module", ["numpy", "torch"])
-@pytest.mark.parametrize("dtype", ["float16", "int8", "int32"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8", "int32"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_widened_data_below_the_threads_size_hold_a_slab(
     module: str, dtype: str, axes: int | None
 ) -> None:
     """Data of 2**20 elements, too few for the threads, that an operator widens into
-    float64 (integer L2 and LogSumExp, float16 L2, LogSumExp and SumSquare) hold one
-    slab's float64 temporary of 1 MiB at a time, not the data's shape in float64 (int8
-    L2: 16x the input, LogSumExp 24x; float16 L2 8x). Over the first axis the kernel's
-    blocked sum of a slab holds a sixteenth of it besides (its first level: 64 KiB)."""
+    float64 (integer L2 and LogSumExp, float16 and bfloat16 L2, LogSumExp and SumSquare)
+    hold one slab's float64 temporary of 1 MiB at a time, not the data's shape in float64
+    (int8 L2: 16x the input, LogSumExp 24x; float16 L2 8x; PyTorch's bfloat16 LogSumExp
+    12x). Over the first axis the kernel's blocked sum of a slab holds a sixteenth of it
+    besides (its first level: 64 KiB)."""
     pytest.importorskip(module)
-    values = np.clip(_data((1024, 1024), "float32", 8), -100, 100).astype(dtype)
-    data = values
+    values = np.clip(_data((1024, 1024), "float32", 8), -100, 100)
+    data: Any = values.astype(backends.np_dtype(dtype))
+    nbytes = data.nbytes
     if module == "torch":
         import torch
 
-        data = torch.from_numpy(values)
+        data = torch.from_numpy(values).to(getattr(torch, dtype))
     ops = ["reduce_l2", "reduce_log_sum_exp"] + (
-        ["reduce_sum_square"] if dtype == "float16" else []
+        ["reduce_sum_square"] if dtype in {"float16", "bfloat16"} else []
     )
     slab = 2**20
-    allowed = slab + slab // 16 + 0.1 * values.nbytes
-    over = _over(module, data, values.nbytes, ops, axes, allowed)
+    allowed = slab + slab // 16 + 0.1 * nbytes
+    over = _over(module, data, nbytes, ops, axes, allowed)
     assert not over, over
 
 

@@ -231,10 +231,17 @@ _MERGE_INTEGERS = frozenset({"reduce_l1", "reduce_sum_square"})
 
 
 def every_axis_in_slabs(
-    op: str, x: Array, axes: Axes, keepdims: bool, *, threaded: bool
+    op: str,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    *,
+    threaded: bool,
+    elements: int = _threads.SLAB_ELEMENTS,
 ) -> Array | None:
     """Operator ``op`` (a key of :data:`MERGES`) of eager ``x`` over every axis, as the
-    merge of its results on slabs of the flattened data (``_threads.flat_slabs``): an
+    merge of its results on slabs of ``elements`` elements of the flattened data
+    (``_threads.flat_slabs``): an
     element-wise step's temporaries are a slab's size, not the data's. Within the
     accuracy bound, not bit for bit (integer L1 and SumSquare: bit for bit). None where the
     data are not split, and for integer L2 and LogSumExp."""
@@ -248,7 +255,7 @@ def every_axis_in_slabs(
     def slab(part: Array) -> Array:
         return reduce(op, part, (0,), False, xp)
 
-    parts = _threads.flat_slabs(x, slab, threaded=threaded)
+    parts = _threads.flat_slabs(x, slab, threaded=threaded, elements=elements)
     if parts is None:
         return None
     merged = reduce(MERGES[op], xp.stack(parts), (0,), False, xp)

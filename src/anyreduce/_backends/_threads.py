@@ -264,10 +264,14 @@ def _c_ordered(x: Array) -> bool:
 
 
 def flat_slabs(
-    x: Array, reduce: Callable[[Array], Array], *, threaded: bool = True
+    x: Array,
+    reduce: Callable[[Array], Array],
+    *,
+    threaded: bool = True,
+    elements: int = SLAB_ELEMENTS,
 ) -> list[Array] | None:
-    """``reduce`` of each slab of the flattened C-ordered ``x`` (``SLAB_ELEMENTS``
-    elements each, whatever the number of threads), on pool threads as :func:`split` runs them;
+    """``reduce`` of each slab of the flattened C-ordered ``x`` (``elements`` elements
+    each, whatever the number of threads), on pool threads as :func:`split` runs them;
     ``threaded=False`` takes them in turn on the calling thread (a library that threads its
     own kernels).
 
@@ -277,7 +281,7 @@ def flat_slabs(
     if getattr(_worker, "active", False) or _size(x) < 2 * SLAB_ELEMENTS or not _c_ordered(x):
         return None
     count = _size(x)
-    step = SLAB_ELEMENTS
+    step = elements
     bounds = [(start, min(start + step, count)) for start in range(0, count, step)]
     return flat_pieces(x, bounds, reduce, threaded=threaded)
 
