@@ -310,6 +310,28 @@ def test_non_native_byte_order(kernel_path: str, op: str, name: str) -> None:
     assert data.dtype == before.dtype
 
 
+@pytest.mark.parametrize("name", ["float32", "float64", "int32", "uint16"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_non_native_byte_order_of_large_data(axes: int | None, name: str) -> None:
+    """Data large enough for the threads (2**21 elements), in the other byte order: every
+    operator gives the dtype of the data (the threads' slabs were joined in native order
+    once) and, bit for bit, the values of the same data in native order. Float
+    SumSquare, L2 and LogSumExp over every axis are merged from slabs, each brought into
+    native order alone (native data take them in one pass): held to the bound."""
+    data = _swapped(name, (2048, 1024))
+    native = data.astype(data.dtype.newbyteorder("="))
+    merged = {"reduce_sum_square", "reduce_l2", "reduce_log_sum_exp"}
+    for op in OPS:
+        function = getattr(anyreduce, op)
+        result, want = function(data, axes), function(native, axes)
+        if axes is None and name.startswith("float") and op in merged:
+            assert result.dtype == data.dtype
+            eps = float(np.finfo(native.dtype).eps)
+            np.testing.assert_allclose(result.astype(native.dtype), want, rtol=8 * eps)
+            continue
+        _check_swapped(result, data, want)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_non_native_byte_order_in_the_profiles(op: str) -> None:
     data = _swapped("float32")

@@ -133,7 +133,9 @@ def reduce(op: str, x: Array, axes: Axes, keepdims: bool, xp: Namespace) -> Arra
                     continue
             result = accelerator.run(op, x, axes, keepdims, profile)
             if result is not None:
-                return result
+                # In the library's own form, as the kernel's: NumPy joins and stacks data
+                # in the other byte order into native order, which the caller's is not.
+                return profile.lower(xp, result, x.dtype)
     return generic(profile, xp, op, x, axes, keepdims)
 
 

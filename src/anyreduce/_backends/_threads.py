@@ -248,7 +248,9 @@ def split(
     if concat is None:
         import numpy as np
 
-        concat = np.concatenate
+        # In the results' own dtype: NumPy's promotion brings data in the other byte
+        # order into native order.
+        return np.concatenate(results, axis=out_axis, dtype=results[0].dtype)
     return concat(results, axis=out_axis)
 
 
