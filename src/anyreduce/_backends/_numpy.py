@@ -783,7 +783,7 @@ _WIDENED_IN_SLABS = Accelerator(
     ops=_WIDENED,
     dtypes=_WIDENED_DTYPES,
     covers=(
-        "ndarrays in native byte order of at least 2**18 elements with a kept axis long "
+        "ndarrays in either byte order of at least 2**18 elements with a kept axis long "
         "enough for two slabs: float16 and bfloat16 SumSquare, L2 and LogSumExp, integer L2 and "
         "LogSumExp; slabs of an eighth of the data, each one float64 temporary of 1 MiB "
         "to the bytes of 2**20 elements of the data, on pool threads in jobs of 2**20 "
@@ -979,7 +979,7 @@ _IN_PIECES = Accelerator(
     ops=_WIDENED,
     dtypes=_WIDENED_DTYPES,
     covers=(
-        "C-ordered ndarrays in native byte order of at least 2**18 elements reduced over "
+        "C-ordered ndarrays in either byte order of at least 2**18 elements reduced over "
         "every axis (integers: L2 and LogSumExp); the float64 step and sum in pieces that "
         "follow NumPy's pairwise sum, as long as the slabs over a kept axis, on pool "
         "threads in jobs of 2**20 elements"
@@ -1051,7 +1051,7 @@ _EVERY_AXIS_EXTREME = Accelerator(
     ops=EXTREMES,
     dtypes=frozenset({"bfloat16", "float32", "float64"} | {d for d in ALL_DTYPES if d[0] in "iu"}),
     covers=(
-        "C-ordered ndarrays in native byte order of at least 2**21 elements reduced over "
+        "C-ordered ndarrays in either byte order of at least 2**21 elements reduced over "
         "every axis: about eight pieces of the flattened data on pool threads; a zero or NaN "
         "result (whose sign or payload NumPy's loop picks) is declined to the kernel"
     ),
@@ -1102,9 +1102,8 @@ def _carried_total(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
 def _swapped_total(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
     """Sum, Mean, LogSum and L1 of float32 or float64 data in the other byte order over
     every axis (whose kernels take no copy of the data before their totals): the kernel
-    on the data as they are, its totals those of :func:`_pairwise_sum`
-    with each piece brought into native order, so bit for bit the kernel on the data
-    lifted whole."""
+    on the data as they are, its totals those of :func:`_pairwise_sum` with each piece
+    brought into native order, so bit for bit the kernel on the data lifted whole."""
     if (
         len(axes) != x.ndim
         or x.dtype.isnative
