@@ -310,7 +310,7 @@ def test_non_native_byte_order(kernel_path: str, op: str, name: str) -> None:
     assert data.dtype == before.dtype
 
 
-@pytest.mark.parametrize("name", ["float32", "float64", "int32", "uint16"])
+@pytest.mark.parametrize("name", ["float32", "float64", "int32", "int64", "uint16"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_non_native_byte_order_of_large_data(axes: int | None, name: str) -> None:
     """Data large enough for the threads (2**21 elements), in the other byte order: every

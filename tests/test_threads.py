@@ -386,7 +386,7 @@ def test_every_operator_and_dtype_stays_within_a_tenth_of_the_input(
     data, nbytes = _every_dtype_data(module, dtype)
     ops = [op for op in OPS if dtype != "bool" or op in {"reduce_max", "reduce_min"}]
     over = _over(module, data, nbytes, ops, axes, 0.1 * nbytes)
-    assert set(over) == _KNOWN_OVER.get((module, dtype, axes), set()), over
+    assert not over, over
 
 
 @pytest.mark.slow
@@ -401,16 +401,7 @@ def test_data_in_the_other_byte_order_stay_within_a_tenth_of_the_input(
     data, nbytes = _every_dtype_data("numpy", dtype)
     data = data.astype(data.dtype.newbyteorder("S"))
     over = _over("numpy", data, nbytes, OPS, axes, 0.1 * nbytes)
-    assert set(over) == _KNOWN_OVER.get(("swapped", dtype, axes), set()), over
-
-
-# The cases still over a tenth, each named: a case that comes within it fails the test
-# until it is taken off. Over every axis, integers in the other byte order are brought
-# into native order whole for Sum, Mean, Prod and LogSum (100%): the kernel sums them
-# with their own dtype, which NumPy's reductions do not take in the other byte order.
-_KNOWN_OVER = {
-    ("swapped", "int32", None): {"reduce_sum", "reduce_mean", "reduce_prod", "reduce_log_sum"},
-}
+    assert not over, over
 
 
 @pytest.mark.parametrize("module", ["numpy", "torch"])

@@ -1089,9 +1089,11 @@ def _carried_total(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
         with numpy_quiet():  # a pool thread has NumPy's default error state
             return np.add.reduce(piece.astype(carrier), dtype=wide)
 
-    bounds = [(i, min(i + CARRIED_ELEMENTS, x.size)) for i in range(0, x.size, CARRIED_ELEMENTS)]
+    totals = _threads.flat_slabs(x, piece_total, elements=CARRIED_ELEMENTS)
+    if totals is None:  # a pool thread
+        return None
     with numpy_quiet():
-        total = np.add.reduce(np.asarray(_threads.flat_pieces(x, bounds, piece_total)))
+        total = np.add.reduce(np.asarray(totals))
         if op == "reduce_mean":
             total = total / x.size
         elif op == "reduce_log_sum":
@@ -1149,6 +1151,82 @@ _SWAPPED_TOTAL = Accelerator(
 )
 
 
+def _swapped_integer_total(
+    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
+) -> Array | None:
+    """Sum, Mean, Prod and LogSum of integers in the other byte order over every axis:
+    the kernel on the data as they are, its sums and products over every axis taken
+    piece by piece on pool threads and its parts (the 64-bit mean's limbs) in pieces,
+    each piece brought into native order alone (NumPy's reductions take no dtype in the
+    other byte order). Integer sums and products wrap modulo 2**bits and the limbs' sums
+    are exact, so any grouping gives the kernel's bits."""
+    import numpy as np
+
+    if (
+        len(axes) != x.ndim
+        or x.dtype.isnative
+        or x.dtype.kind not in "iu"
+        or x.size < _threads.LARGE
+        or not x.flags.c_contiguous
+    ):
+        return None
+    native = x.dtype.newbyteorder("=")
+    shim = profile.shim
+
+    def by_pieces(reduce: Any, base: Callable[..., Array]) -> Callable[..., Array]:
+        def call(
+            y: Array, /, *, axis: Any = None, keepdims: bool = False, dtype: Any = None
+        ) -> Array:
+            every = (
+                axis is None or len(tuple(axis) if isinstance(axis, tuple) else (axis,)) == y.ndim
+            )
+            if y.dtype.isnative or not every or dtype is None:
+                return base(y, axis=axis, keepdims=keepdims, dtype=dtype)
+            wide = np.dtype(dtype).newbyteorder("=")
+            parts = _threads.flat_slabs(
+                y, lambda piece: reduce(piece.astype(native), dtype=wide), elements=CARRIED_ELEMENTS
+            )
+            if parts is None:  # a pool thread
+                return base(y.astype(native), axis=axis, keepdims=keepdims, dtype=wide)
+            total = np.asarray(reduce(np.asarray(parts, dtype=wide), dtype=wide))
+            return total.reshape((1,) * y.ndim if keepdims else ())
+
+        return call
+
+    def pieced(xp: Namespace) -> Namespace:
+        base = shim(xp)
+        return Shim(
+            base,
+            sum=by_pieces(np.add.reduce, base.sum),
+            prod=by_pieces(np.multiply.reduce, base.prod),
+        )
+
+    as_is = dataclasses.replace(
+        profile, lift=lambda data: data, shim=pieced, parts=_lifted_parts(native)
+    )
+    return run_kernel(as_is, namespace_for(x), op, x, axes, keepdims, select=select_when_needed)
+
+
+_SWAPPED_INTEGER_TOTAL = Accelerator(
+    name="swapped-integer-totals-in-pieces",
+    ops=frozenset({"reduce_sum", "reduce_mean", "reduce_prod", "reduce_log_sum"}),
+    dtypes=frozenset({"int16", "int32", "int64", "uint16", "uint32", "uint64"}),
+    covers=(
+        "C-ordered ndarrays in the other byte order of at least 2**21 elements reduced "
+        "over every axis: the kernel's sums and products taken on pieces of 2**19 "
+        "elements on pool threads, its parts on pieces of 2**16, each piece brought into "
+        "native order alone; bit for bit"
+    ),
+    earned=(
+        "int32 (4096, 8192) in the other byte order over every axis: the data brought "
+        "into native order whole held 100% of the input"
+    ),
+    exact=True,
+    run=_swapped_integer_total,
+    min_elements=_threads.LARGE,
+)
+
+
 _CARRIED_TOTAL = Accelerator(
     name="bfloat16-totals-in-pieces",
     ops=frozenset({"reduce_sum", "reduce_mean", "reduce_log_sum"}),
@@ -1191,6 +1269,27 @@ _THREADS = Accelerator(
 )
 
 
+def _lifted_parts(carrier: Any) -> Callable[..., tuple[Array, ...]]:
+    """The kernel's parts (:func:`in_pieces`) of data held in ``carrier``: each piece
+    lifted into it alone, where the kernel would lift the whole data first."""
+
+    def parts(
+        xp: Namespace,
+        y: Array,
+        axes: Axes,
+        partial: Callable[..., tuple[Array, ...]],
+        merge: Callable[..., tuple[Array, ...]],
+        empty: tuple[float, ...],
+        dtype: Any,
+    ) -> tuple[Array, ...]:
+        def lifted(xp_: Namespace, piece: Array, axes_: Axes) -> tuple[Array, ...]:
+            return partial(xp_, piece.astype(carrier), axes_)
+
+        return in_pieces(xp, y, axes, lifted, merge, empty, dtype)
+
+    return parts
+
+
 def _product_in_pieces(
     op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
 ) -> Array | None:
@@ -1205,22 +1304,7 @@ def _product_in_pieces(
         return statistics_in_pieces(op, x, axes, keepdims, profile)
     if math.prod(x.shape) < 2 * PIECE:
         return None
-
-    def parts(
-        xp: Namespace,
-        y: Array,
-        axes_: Axes,
-        partial: Callable[..., tuple[Array, ...]],
-        merge: Callable[..., tuple[Array, ...]],
-        empty: tuple[float, ...],
-        dtype: Any,
-    ) -> tuple[Array, ...]:
-        def lifted(xp_: Namespace, piece: Array, axes__: Axes) -> tuple[Array, ...]:
-            return partial(xp_, piece.astype(carrier), axes__)
-
-        return in_pieces(xp, y, axes_, lifted, merge, empty, dtype)
-
-    as_is = dataclasses.replace(profile, lift=lambda data: data, parts=parts)
+    as_is = dataclasses.replace(profile, lift=lambda data: data, parts=_lifted_parts(carrier))
     xp = namespace_for(x)
     return run_kernel(as_is, xp, op, x, axes, keepdims, select=select_when_needed)
 
@@ -1289,6 +1373,7 @@ PROFILE = Profile(
         _EVERY_AXIS_EXTREME,
         _CARRIED_TOTAL,
         _SWAPPED_TOTAL,
+        _SWAPPED_INTEGER_TOTAL,
         _IN_PIECES,
         _LOG_SUM_EXP_IN_ONE_PASS,
         _EVERY_AXIS,
