@@ -1219,7 +1219,8 @@ _SWAPPED_INTEGER_TOTAL = Accelerator(
     ),
     earned=(
         "int32 (4096, 8192) in the other byte order over every axis: the data brought "
-        "into native order whole held 100% of the input"
+        "into native order whole held 100% of the input, now 3%; Sum 39 -> 11 ms, "
+        "Mean 48 -> 15 ms; int64 Mean 102% -> 3.2%, 542 -> 195 ms"
     ),
     exact=True,
     run=_swapped_integer_total,
