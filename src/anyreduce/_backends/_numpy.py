@@ -630,7 +630,7 @@ def _threaded(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -
         # Each slab is lifted into its carrier (a copy), and an operator's temporaries
         # are the lifted slab's size: |x| (L1) the same again, the careful product's
         # statistics more. Runs of columns of CARRIED_RUN: see there.
-        elements = CARRIED_ELEMENTS // _CARRIED_SHARE.get(op, 1)
+        elements = _carried_elements(op)
         run = CARRIED_RUN
     else:
         if op in _NO_TEMPORARY:
@@ -658,6 +658,11 @@ _CARRIED_SHARE = {"reduce_l1": 2, "reduce_prod": 4}
 #: bfloat16 (131079, 17) with NaN and infinities, Sum over the first axis in slabs of 4
 #: columns, one NaN of 17 came out with the other sign.
 CARRIED_RUN = 64
+
+
+def _carried_elements(op: str) -> int:
+    """Elements of a slab of carried data for ``op``: see ``CARRIED_ELEMENTS``."""
+    return CARRIED_ELEMENTS // _CARRIED_SHARE.get(op, 1)
 
 
 def _extreme_slab(size: int) -> int:
@@ -870,7 +875,7 @@ _LOG_SUM_EXP_IN_PLACE = Accelerator(
 
 def _every_axis(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
     carried = numpy_carrier(x.dtype) is not None  # each slab lifted: see CARRIED_ELEMENTS
-    elements = CARRIED_ELEMENTS // _CARRIED_SHARE.get(op, 1) if carried else _threads.SLAB_ELEMENTS
+    elements = _carried_elements(op) if carried else _threads.SLAB_ELEMENTS
     return every_axis_in_slabs(op, x, axes, keepdims, threaded=True, elements=elements)
 
 
@@ -1038,8 +1043,9 @@ def _every_axis_extreme(
     def piece_extreme(piece: Array) -> Array:
         return reduce(piece if carrier is None else piece.astype(carrier))
 
-    bounds = [(i, min(i + elements, x.size)) for i in range(0, x.size, elements)]
-    extremes = _threads.flat_pieces(x, bounds, piece_extreme)
+    extremes = _threads.flat_slabs(x, piece_extreme, elements=elements)
+    if extremes is None:  # a pool thread
+        return None
     result = reduce(np.asarray(extremes, dtype=carrier or x.dtype))
     if result.dtype.kind == "f" and (result == 0 or np.isnan(result)):  # 0.0 or -0.0, NaN
         return None

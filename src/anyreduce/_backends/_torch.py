@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 import sys
 from typing import Any
@@ -187,6 +188,13 @@ def _host(x: Array) -> Any:
     except ImportError:  # pragma: no cover - ml_dtypes comes with jax and the test extra
         return None
     return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+
+
+def _hostable(x: Array) -> bool:
+    """Whether :func:`_host` can view ``x``'s memory (told by the dtype alone)."""
+    import torch
+
+    return x.dtype != torch.bfloat16 or importlib.util.find_spec("ml_dtypes") is not None
 
 
 def _tensor(a: Any) -> Array:
@@ -556,7 +564,7 @@ def _parts_through_numpy(
 def _statistics_through_numpy(
     op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
 ) -> Array | None:
-    if x.requires_grad or x.numel() < 2 * PIECE or not _on_cpu(x) or _host(x) is None:
+    if x.requires_grad or x.numel() < 2 * PIECE or not _on_cpu(x) or not _hostable(x):
         return None
     parts = dataclasses.replace(profile, parts=_parts_through_numpy)
     return run_kernel(parts, namespace_for(x), op, x, axes, keepdims, select=select_when_needed)
