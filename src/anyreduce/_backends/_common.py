@@ -348,14 +348,19 @@ def in_pieces(
     merge: Callable[..., tuple[Array, ...]],
     empty: tuple[float, ...],
     dtype: Any,
+    *,
+    itemsize: int | None = None,
 ) -> tuple[Array, ...]:
     """``partial`` of non-empty ``x`` taken over pieces of at most :data:`PIECE` elements,
     for ``anyreduce._agnostic.Context.parts``: ``x`` is cut along its first axis longer
     than one (a piece still too large along the next, and so on); the pieces' statistics
     are merged two at a time where that axis is reduced and joined where it is kept. The
-    temporaries of the statistics are then a piece's size, not the data's."""
+    temporaries of the statistics are then a piece's size, not the data's. Pieces are
+    sized by ``itemsize``, the bytes of an element of the data before they were lifted
+    into a carrier (``x``'s own by default)."""
     size = math.prod(x.shape)
-    elements = PIECE * min(int(x.dtype.itemsize), 4) // 4
+    itemsize = int(x.dtype.itemsize) if itemsize is None else itemsize
+    elements = PIECE * min(itemsize, 4) // 4
     if size <= elements:
         return partial(xp, x, axes)
     _keep_freed_pieces()
@@ -367,7 +372,7 @@ def in_pieces(
         index = tuple(
             slice(start, start + step) if i == axis else slice(None) for i in range(x.ndim)
         )
-        return in_pieces(xp, x[index], axes, partial, merge, empty, dtype)
+        return in_pieces(xp, x[index], axes, partial, merge, empty, dtype, itemsize=itemsize)
 
     starts = range(0, length, step)
     if axis not in axes:
@@ -388,8 +393,12 @@ def statistics_in_pieces(
     some slice needs it. None for data of fewer than two pieces."""
     if math.prod(x.shape) < 2 * PIECE:
         return None
+    # Pieces of data held in a carrier (bfloat16 in float32) sized by the data's own
+    # elements: bfloat16 (4096, 8192) Prod over the first axis, two threads, held 9.9-10.1%
+    # of the input with pieces sized by the carrier's.
+    parts = functools.partial(in_pieces, itemsize=int(x.dtype.itemsize))
     return run_kernel(
-        dataclasses.replace(profile, parts=in_pieces),
+        dataclasses.replace(profile, parts=parts),
         namespace_for(x),
         op,
         x,
