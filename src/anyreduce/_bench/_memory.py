@@ -52,22 +52,20 @@ def _quiet_stderr() -> Iterator[None]:
 
 def _torch_peak(fn: Callable[[], Any]) -> int:
     # torch's CPU allocator keeps no statistics; its profiler records every allocation and
-    # every free as a "[memory]" event with its time, on every thread the call runs on.
-    # Its FunctionEvents attribute these to the op they happen in as a net "self memory",
-    # which loses their order: the free of a temporary an op's child allocated makes the
-    # op's own change negative, and that op starts before the child (torch 2.13,
-    # sum(int32, dtype=int64): -256 MiB at the sum's start, +256 MiB at the copy's; the
-    # peak read 0). The raw events keep the order. Accelerators that reduce a tensor's
-    # memory with NumPy allocate through NumPy, which reports to tracemalloc: the two peaks
-    # are added, an upper bound of the whole.
+    # every free as a "[memory]" event with its time. Its FunctionEvents attribute these
+    # to the op they happen in as a net "self memory", which loses their order: the free
+    # of a temporary an op's child allocated makes the op's own change negative, and that
+    # op starts before the child (torch 2.13, sum(int32, dtype=int64): -256 MiB at the
+    # sum's start, +256 MiB at the copy's; the peak read 0). The raw events keep the
+    # order. Accelerators that reduce a tensor's memory with NumPy allocate through NumPy,
+    # which reports to tracemalloc: the two peaks are added, an upper bound of the whole.
     import tracemalloc
 
     from torch.profiler import ProfilerActivity, profile
 
     with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True):
         pass  # a profiler's first start allocates tens of MB of Python objects
-    # tracemalloc watches the call alone: the profiler's start and stop allocate Python
-    # objects of their own (about 0.1 MB on a second start).
+    # tracemalloc watches the call alone, within the profiler's start and stop.
     with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         tracemalloc.start()
         try:
