@@ -1330,9 +1330,10 @@ CAREFUL_PRODUCT_IN_PIECES = Accelerator(
     covers=(
         "data of at least 2**17 elements, any layout: the statistics the kernel takes "
         "as parts (where some product is 0, the count of zeros; the careful product's "
-        "log2 of the significands, exponents and counts) in pieces of 2**16 elements, "
-        "merged two at a time; the careful form only where some slice needs it. Data held "
-        "in a carrier over every axis: not lifted whole, each piece lifted alone"
+        "log2 of the significands, exponents and counts) in pieces of 2**16 elements "
+        "(2**15 of 2-byte data), merged two at a time; the careful form only where some "
+        "slice needs it. Data held in a carrier over every axis: not lifted whole, each "
+        "piece lifted alone"
     ),
     earned=(
         "float32 (4096, 4096) of values 1-99, every product overflowing, over the first "
