@@ -417,10 +417,12 @@ def magnitude(
     kept = [i for i in range(data.ndim) if i not in reduced]
     outer = tuple(data.shape[i] for i in kept)
     count = math.prod(data.shape[i] for i in reduced)
-    rows = np.transpose(data, kept + list(reduced)).reshape((*outer, count))
-    out = np.zeros(outer, dtype=np.float64)
-    for index in np.ndindex(*outer):
-        out[index] = _magnitude_row(name, [float(v) for v in rows[index]])
+    rows = np.transpose(data, kept + list(reduced)).reshape((math.prod(outer), count))
+    # The rows as Python floats at once (float64 holds each value float(v) gives): NumPy
+    # scalars converted one by one took a quarter of the time of the sums.
+    floats = rows.astype(np.float64).tolist()
+    out = np.array([_magnitude_row(name, row) for row in floats], dtype=np.float64)
+    out = out.reshape(outer)
     if keepdims:
         out = out.reshape(tuple(1 if i in reduced else n for i, n in enumerate(data.shape)))
     return out
