@@ -152,15 +152,21 @@ _WANTED: dict[tuple[Any, ...], Any] = {}
 _KEPT = 256
 
 
+def _kept(cache: dict[tuple[Any, ...], Any], key: tuple[Any, ...], compute: Any) -> Any:
+    """``cache[key]``, computed by ``compute()`` the first time (at most _KEPT kept)."""
+    if key not in cache:
+        if len(cache) >= _KEPT:
+            cache.clear()
+        cache[key] = compute()
+    return cache[key]
+
+
 def _generic(op: str, data: Any, axes: tuple[int, ...] | None, key: tuple[Any, ...]) -> Any:
-    want = _WANTED.get(key)
-    if want is None:
+    def compute() -> Any:
         with no_accelerators():
-            want = getattr(anyreduce, op)(data, axes)
-        if len(_WANTED) >= _KEPT:
-            _WANTED.clear()
-        _WANTED[key] = want
-    return want
+            return getattr(anyreduce, op)(data, axes)
+
+    return _kept(_WANTED, key, compute)
 
 
 @pytest.mark.parametrize("entry", _REGISTERED, ids=_ids)
@@ -250,14 +256,11 @@ def _magnitude(
     op: str, values: np.ndarray, axes: tuple[int, ...], key: tuple[Any, ...] | None
 ) -> Any:
     kind = _MAGNITUDE_OF[op]
-    mag = None if key is None else _MAGNITUDES.get((kind, *key))
-    if mag is None:
-        mag = reference.magnitude(kind, values.astype(np.float64), axes, keepdims=True)
-        if key is not None:
-            if len(_MAGNITUDES) >= _KEPT:
-                _MAGNITUDES.clear()
-            _MAGNITUDES[(kind, *key)] = mag
-    return mag
+
+    def compute() -> Any:
+        return reference.magnitude(kind, values.astype(np.float64), axes, keepdims=True)
+
+    return compute() if key is None else _kept(_MAGNITUDES, (kind, *key), compute)
 
 
 def _bound(

@@ -22,6 +22,12 @@ def recognises(xp: Namespace) -> bool:
     return named(xp, "jax.numpy", "jax.experimental.array_api")
 
 
+def _eager(x: Array) -> bool:
+    import jax
+
+    return not isinstance(x, jax.core.Tracer)
+
+
 def _nan_propagating(reduce: Any, xp: Namespace) -> Any:
     """``reduce`` (max or min) in which NaN propagates, as the standard requires.
 
@@ -44,7 +50,7 @@ def _nan_propagating(reduce: Any, xp: Namespace) -> Any:
             found = xp.any(xp.isnan(x), axis=axis, keepdims=keepdims)
             return xp.where(found, xp.full_like(result, math.nan), result)
 
-        if not isinstance(x, jax.core.Tracer):
+        if _eager(x):
             return searched()  # see _select_by_cond
         maybe = xp.any(xp.isnan(xp.sum(x, axis=axis, keepdims=keepdims)))
         return jax.lax.cond(maybe, searched, lambda: result)
@@ -82,12 +88,6 @@ def _shim(xp: Namespace) -> Namespace:
     )
 
 
-def _eager(x: Array) -> bool:
-    import jax
-
-    return not isinstance(x, jax.core.Tracer)
-
-
 def _select_by_cond(xp: Namespace, suspect: Array, careful: Any, plain: Array) -> Array:
     """The generic select, the careful form computed only when some slice needs it: under
     ``jax.jit`` a conditional, under ``jax.vmap`` (a batched predicate) both forms and a
@@ -99,7 +99,7 @@ def _select_by_cond(xp: Namespace, suspect: Array, careful: Any, plain: Array) -
     """
     import jax
 
-    if not isinstance(suspect, jax.core.Tracer):
+    if _eager(suspect):
         return where_suspect(xp, suspect, careful, plain)
     return jax.lax.cond(xp.any(suspect), lambda: xp.where(suspect, careful(), plain), lambda: plain)
 

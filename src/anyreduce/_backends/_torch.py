@@ -726,32 +726,21 @@ def _truth(torch_reduce: Any, compat_reduce: Any) -> Any:
     return truth
 
 
-def _where(compat_where: Any) -> Any:
-    """``xp.where`` going straight to ``torch.where`` for two tensors of one dtype, where
-    array-api-compat's promotion fix has nothing to do (1-2 us a call; LogSumExp makes
-    three calls, L2 two; array-api-compat 1.16)."""
+def _direct(native: Any, compat: Any) -> Any:
+    """An element-wise function of array-api-compat's namespace going straight to torch's
+    ``native`` when its last two arguments are tensors of one dtype, where the promotion
+    fix has nothing to do (array-api-compat 1.16): ``where`` 1-2 us a call (LogSumExp makes
+    three calls, L2 two), ``subtract`` 3 us of the 6.5 the kernels' test for non-finite
+    results took on a small tensor."""
     import torch
 
-    def where(condition: Array, x1: Any, x2: Any, /) -> Array:
+    def call(*args: Any) -> Array:
+        x1, x2 = args[-2:]
         if type(x1) is torch.Tensor and type(x2) is torch.Tensor and x1.dtype == x2.dtype:
-            return torch.where(condition, x1, x2)
-        return compat_where(condition, x1, x2)
+            return native(*args)
+        return compat(*args)
 
-    return where
-
-
-def _subtract(compat_subtract: Any) -> Any:
-    """``xp.subtract`` going straight to ``torch.subtract`` for two tensors of one dtype,
-    as :func:`_where` (3 us a call of the 6.5 the kernels' test for non-finite results
-    took on a small tensor; array-api-compat 1.16)."""
-    import torch
-
-    def subtract(x1: Any, x2: Any, /) -> Array:
-        if type(x1) is torch.Tensor and type(x2) is torch.Tensor and x1.dtype == x2.dtype:
-            return torch.subtract(x1, x2)
-        return compat_subtract(x1, x2)
-
-    return subtract
+    return call
 
 
 @memo(key=library_key)
@@ -763,8 +752,8 @@ def _eager_shim(xp: Namespace) -> Namespace:
         prod=_prod(xp),
         any=_truth(torch.any, xp.any),
         all=_truth(torch.all, xp.all),
-        where=_where(xp.where),
-        subtract=_subtract(xp.subtract),
+        where=_direct(torch.where, xp.where),
+        subtract=_direct(torch.subtract, xp.subtract),
         __array_namespace_info__=FixedInfo(xp),
     )
 
