@@ -209,6 +209,58 @@ def test_torch_log_sum_exp_gradient_is_softmax(torch: Any) -> None:
     torch.testing.assert_close(x.grad, torch.softmax(x.detach(), 0))
 
 
+# The gradient of each operator's no-op form (noop_with_empty_axes) at [[1, -2], [3, 4]]:
+# the derivative of its element-wise part (|x|, x**2, log x; the others x itself).
+_NO_OP_GRADIENTS = {
+    "reduce_l1": [[1.0, -1.0], [1.0, 1.0]],
+    "reduce_l2": [[1.0, -1.0], [1.0, 1.0]],
+    "reduce_sum_square": [[2.0, -4.0], [6.0, 8.0]],
+    "reduce_log_sum": [[1.0, -0.5], [1 / 3, 0.25]],
+}
+
+_NO_OP_SCRIPT = """
+import sys, warnings
+warnings.simplefilter("error")
+import torch, anyreduce
+x = torch.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+if sys.argv[1] == "Identity":
+    import onnx.helper, anyreduce.onnx
+    (y,) = anyreduce.onnx.run_node(onnx.helper.make_node("Identity", ["x"], ["y"]), [x])
+else:
+    y = getattr(anyreduce, sys.argv[1])(x, [], noop_with_empty_axes=True)
+y.sum().backward()
+print(x.grad.tolist())
+"""
+
+
+def test_torch_no_op_form_of_a_tensor_that_requires_grad() -> None:
+    """The no-op form (and ONNX's Identity) copies a tensor that requires grad within the
+    graph, and warns nothing: torch 2.13's ``torch.asarray`` warns of such a copy once per
+    process, so each operator runs first in a process of its own (which inherits
+    ANYREDUCE_ACCELERATORS: CI's job without accelerators runs the generic kernel alone)."""
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    runs = {
+        op: subprocess.Popen(
+            [sys.executable, "-c", _NO_OP_SCRIPT, op],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for op in (*OPS, "Identity")
+    }
+    for op, run in runs.items():
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, (op, err[-2000:])
+        assert not err, (op, err[-2000:])
+        want = _NO_OP_GRADIENTS.get(op, [[1.0, 1.0], [1.0, 1.0]])
+        np.testing.assert_allclose(json.loads(out), want, rtol=1e-6, err_msg=op)
+
+
 @pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
 def test_torch_max_min_ties_follow_torch(torch: Any, op: str) -> None:
     values = [[2.0, 5.0, 5.0], [1.0, 1.0, 0.5]]

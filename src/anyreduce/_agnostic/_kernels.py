@@ -165,6 +165,13 @@ def non_finite(xp: Namespace, t: Array) -> Array:
     return xp.isnan(xp.subtract(t, t))
 
 
+def _copy(xp: Namespace, x: Array) -> Array:
+    """A copy of ``x``: the no-op form of an operator without an element-wise part. (As
+    ``astype``: ``asarray(copy=True)`` of a PyTorch tensor that requires grad warns that
+    the copy requires grad too, torch 2.13.)"""
+    return xp.astype(x, x.dtype, copy=True)
+
+
 def rsum(xp: Namespace, x: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array:
     """Sum accumulated in ``dtype`` (integers wrap modulo 2**bits); no axes: a copy."""
     if not axes:
@@ -198,7 +205,7 @@ def _extreme(x: Array, axes: Axes, keepdims: bool, ctx: Context, high: bool) -> 
     """Maximum (``high``; ``any`` for bool) or minimum (``all``); NaN propagates."""
     xp = ctx.xp
     if not axes:
-        return xp.asarray(x, copy=True)
+        return _copy(xp, x)
     if _dtypes.is_bool(xp, x.dtype):
         return (xp.any if high else xp.all)(x, axis=axes, keepdims=keepdims)
     reduce = xp.max if high else xp.min
@@ -582,7 +589,7 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     wide = _dtypes.widest_float(xp) if integer else _dtypes.compute_float(xp, ctx.dtype)
     y = to_float(xp, x, ctx.dtype, wide) if integer else xp.astype(x, wide, copy=False)
     if not axes:
-        r = xp.asarray(y, copy=True)
+        r = _copy(xp, y)
     else:
         shift, total = ctx.parts(xp, y, axes, _shifted_exps, _merge_shifted, (0.0, 0.0), wide)
         r = _keep(xp, _log(xp, total) + shift, tuple(x.shape), axes, keepdims)
@@ -629,7 +636,7 @@ def _int_mean(x: Array, axes: Axes, keepdims: bool, ctx: Context, n: Any) -> Arr
     """
     xp = ctx.xp
     if not axes:
-        return xp.asarray(x, copy=True)
+        return _copy(xp, x)
     acc = _dtypes.widest_int(xp)
     wide_bits = _dtypes.bits(xp, acc)
     width = _dtypes.bits(xp, ctx.dtype)

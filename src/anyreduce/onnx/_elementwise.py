@@ -163,7 +163,7 @@ def _abs(xp: Namespace, x: Array) -> Array:
 
 
 def _identity(xp: Namespace, x: Array) -> Array:
-    return xp.asarray(x, copy=True)  # a new array: outputs never alias inputs
+    return xp.astype(x, x.dtype, copy=True)  # a new array: outputs never alias inputs
 
 
 def _reciprocal(xp: Namespace, x: Array) -> Array:
