@@ -73,6 +73,16 @@ def test_non_array_data(op: str, data: Any) -> None:
         getattr(anyreduce, op)(data)
 
 
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("data", [np.float32(2.0), np.int64(3), np.bool_(True)], ids=repr)
+def test_numpy_scalar_data(op: str, data: Any) -> None:
+    """A NumPy scalar is not an array (nor an ndarray subclass): the message says so and
+    how to make one."""
+    message = rf"^{op}: data must be an array, got the NumPy scalar type {type(data).__name__}; "
+    with pytest.raises(TypeError, match=message + r"pass np.asarray\(data\) for a 0-D array"):
+        getattr(anyreduce, op)(data)
+
+
 @pytest.mark.parametrize("op", [op for op in OPS if op not in {"reduce_max", "reduce_min"}])
 def test_bool_is_only_for_max_and_min(xp: Any, op: str) -> None:
     data = make(xp, [True, False], "bool")

@@ -176,12 +176,18 @@ def _lift(x: Array) -> Array:
 
 def refuses(x: Array) -> str | None:
     """Why ``x``, an ndarray or a subclass, is refused: a subclass whose meaning the
-    reductions would drop (a mask, matrix semantics, units). None for plain data."""
+    reductions would drop (a mask, matrix semantics, units), or a NumPy scalar. None for
+    plain data."""
     import numpy as np
 
     if type(x) is np.ndarray or isinstance(x, np.memmap):
         return None
     kind = type(x).__name__
+    if isinstance(x, np.generic):
+        return (
+            f"data must be an array, got the NumPy scalar type {kind}; pass np.asarray(data) "
+            "for a 0-D array of its value"
+        )
     if isinstance(x, np.ma.MaskedArray):
         return (
             f"data is a {kind}, whose mask anyreduce would ignore; pass data.filled(value) "
