@@ -192,3 +192,29 @@ def test_main_job_runs_with_numpy_alone(tmp_path: Any) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     assert "0 failed" in out.stdout
     assert "torch: not installed" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "says"),
+    [
+        ({"suites": ["nope"]}, ValueError, "suites: unknown name 'nope'; expected one of onnx"),
+        ({"suites": "sed"}, ValueError, "suites: unknown name 'sed'; expected one of onnx-node"),
+        ({"suites": []}, ValueError, "suites: empty; give at least one of onnx-node"),
+        ({"backends": ["Torch"]}, ValueError, "backends: unknown name 'Torch'; expected one of"),
+        ({"backends": "nupmy"}, ValueError, "backends: unknown name 'nupmy'; expected one of"),
+        ({"backends": []}, ValueError, "backends: empty; give at least one of numpy"),
+        ({"examples": -1}, ValueError, "examples must be an integer of 0 or more, got -1"),
+        ({"examples": 2.5}, TypeError, "examples must be an integer of 0 or more, got 2.5"),
+        ({"seed": -3}, ValueError, "seed must be an integer of 0 or more, got -3"),
+        ({"seed": True}, TypeError, "seed must be an integer of 0 or more, got True"),
+    ],
+)
+def test_conformance_function_refuses_bad_arguments_in_one_line(
+    arguments: dict[str, Any], error: type, says: str
+) -> None:
+    """A name that selects nothing would run nothing and report success. (One name alone
+    is taken as a list of one, as parity's ``backends`` is.)"""
+    from anyreduce.testing import conformance
+
+    with pytest.raises(error, match=r"^conformance: " + says.replace("(", r"\(")):
+        conformance(**arguments)

@@ -497,3 +497,22 @@ def test_parity_runs_with_numpy_alone() -> None:
     assert "scipy.special.logsumexp          not run: scipy is not installed" in done.stdout
     assert "onnxruntime                      not run: onnxruntime is not installed" in done.stdout
     assert "bfloat16 needs the ml_dtypes package" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"), [(-3, ValueError), (1.5, TypeError), ("0", TypeError), (True, TypeError)]
+)
+def test_a_seed_that_is_not_a_count_is_refused_in_one_line(seed: Any, error: type) -> None:
+    message = rf"^parity: seed must be an integer of 0 or more, got {seed!r}$"
+    with pytest.raises(error, match=message):
+        parity("reduce_sum", (4, 4), "float32", seed=seed, backends=["numpy"])
+    with pytest.raises(error, match=message.replace("parity", "parity_sweep")):
+        parity_sweep(["reduce_sum"], ["float32"], seed=seed, backends=["numpy"])
+
+
+def test_command_refuses_a_negative_seed_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["parity", "reduce_sum", "--shape", "4,4", "--seed=-3"])
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("anyreduce parity: argument --seed: expected 0 or more, got -3")

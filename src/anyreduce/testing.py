@@ -85,16 +85,17 @@ def conformance(
 
     Parameters
     ----------
-    backends : sequence of str, optional
-        Only these backends and runtimes (``"numpy"``, ``"torch"``, ``"onnxruntime"``, ...);
-        default: every installed one.
-    suites : sequence of str, optional
-        Among ``"onnx-node"``, ``"seed"``, ``"openvino-seed"``, ``"differential"``;
-        default: all.
+    backends : str or sequence of str, optional
+        Only these backends and runtimes (``"numpy"``, ``"torch"``, ``"torch:cuda"``,
+        ``"onnxruntime"``, ...); default: every installed one. An unknown name, or none,
+        is a ``ValueError``.
+    suites : str or sequence of str, optional
+        Among ``"onnx-node"``, ``"seed"``, ``"openvino-seed"``, ``"differential"``,
+        ``"divergences"``; default: all. An unknown name, or none, is a ``ValueError``.
     examples : int, default 40
-        Generated cases per profile for the differential checks.
+        Generated cases per profile for the differential checks, 0 or more.
     seed : int, default 0
-        Seed of the generated cases.
+        Seed of the generated cases, 0 or more.
 
     Returns
     -------
@@ -108,12 +109,13 @@ def conformance(
     >>> report.ok
     True
     """
-    from ._conformance._engine import SUITES, Settings, run
+    from ._conformance._engine import COLUMNS, SUITES, Settings, run
+    from ._conformance._parity import check_choices, check_count
 
     settings = Settings(
-        columns=tuple(backends) if backends else None,
-        suites=tuple(suites) if suites else SUITES,
-        examples=examples,
-        seed=seed,
+        columns=check_choices(backends, COLUMNS, "conformance: backends"),
+        suites=check_choices(suites, SUITES, "conformance: suites") or SUITES,
+        examples=check_count(examples, "conformance: examples"),
+        seed=check_count(seed, "conformance: seed"),
     )
     return run(settings)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from .._conformance._engine import COLUMNS, SUITES
 from ._arguments import at_least, output_file
 
 NAME = "conformance"
@@ -19,12 +20,6 @@ DESCRIPTION = (
     "of operator x backend; exits 1 if any case failed. A runtime's documented divergence "
     "from the contract is reported as 'div', not as a failure."
 )
-
-SUITES = ("onnx-node", "seed", "openvino-seed", "differential", "divergences")
-COLUMNS = (
-    "numpy", "torch", "torch:cuda", "jax", "jax:cuda", "array_api_strict", "dask",
-    "onnx.reference", "onnxruntime", "openvino",
-)  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

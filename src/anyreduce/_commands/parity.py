@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._arguments import at_least
+
 NAME = "parity"
 HELP = "compare reductions across backends, runtimes and frameworks, against the exact result"
 DESCRIPTION = (
@@ -48,7 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keepdims", type=int, choices=(0, 1), default=1, help="keep reduced axes (default: 1)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data (default: 0)")
+    parser.add_argument(
+        "--seed",
+        type=at_least(0, "0 or more"),
+        default=0,
+        help="seed of the data, 0 or more (default: 0)",
+    )
     parser.add_argument(
         "--backend",
         action="append",

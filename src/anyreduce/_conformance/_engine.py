@@ -23,12 +23,14 @@ from ._execute import (
     run_on_target,
 )
 from ._generate import RandomChooser, draw_onnx_case, draw_openvino_case
-from ._runtimes import Runtime, discover_runtimes
-from ._targets import Target, discover
+from ._runtimes import RUNTIMES, Runtime, discover_runtimes
+from ._targets import LIBRARIES, Target, discover
 
 __all__ = ["SUITES", "Report", "Settings", "check_divergence", "generate_cases", "run"]
 
 SUITES = ("onnx-node", "seed", "openvino-seed", "differential", "divergences")
+#: Every name a run's columns take: the array libraries, their CUDA devices, the runtimes.
+COLUMNS = (*LIBRARIES, "torch:cuda", "jax:cuda", *(r.name for r in RUNTIMES))
 PACKAGES = (
     "anyreduce", "numpy", "torch", "jax", "array-api-strict", "dask", "onnx", "onnxruntime",
     "openvino", "hypothesis",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import operator
 import warnings
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -49,11 +50,18 @@ def selectable_names() -> tuple[str, ...]:
 
 def check_names(names: Sequence[str] | None, label: str = "backends") -> tuple[str, ...] | None:
     """``names`` as a tuple, each a name :func:`selectable_names` lists; None for all."""
+    return check_choices(names, selectable_names(), label)
+
+
+def check_choices(
+    names: Sequence[str] | None, valid: Sequence[str], label: str
+) -> tuple[str, ...] | None:
+    """``names`` (one name, or a sequence of them) as a tuple, each one of ``valid``, at
+    least one; None for all."""
     if names is None:
         return None
     if isinstance(names, str):
         names = [names]
-    valid = selectable_names()
     unknown = [n for n in names if n not in valid]
     if unknown:
         msg = f"{label}: unknown name {unknown[0]!r}; expected one of {', '.join(valid)}"
@@ -62,6 +70,20 @@ def check_names(names: Sequence[str] | None, label: str = "backends") -> tuple[s
         msg = f"{label}: empty; give at least one of {', '.join(valid)}"
         raise ValueError(msg)
     return tuple(names)
+
+
+def check_count(value: object, label: str) -> int:
+    """``value``, an integer of 0 or more (not a bool): a seed, a number of examples."""
+    message = f"{label} must be an integer of 0 or more, got {value!r}"
+    if isinstance(value, bool):
+        raise TypeError(message)
+    try:
+        count = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(message) from None
+    if count < 0:
+        raise ValueError(message)
+    return count
 
 
 def check_expected(names: Collection[str], label: str = "expected_errors") -> tuple[str, ...]:
@@ -497,6 +519,7 @@ def parity(
     if not isinstance(given_keepdims, bool):
         msg = f"parity: keepdims must be True or False, got {keepdims!r}"
         raise ValueError(msg)  # noqa: TRY004 - spec.md §5: ValueError for a bad keepdims
+    seed = check_count(seed, "parity: seed")
     wanted = check_names(backends)
     expected = check_expected(expected_errors)
     host, dtype, distribution = _input(name, shape, dtype, data, distribution)

@@ -16,6 +16,7 @@ from ._exact import OP_NAMES
 from ._parity import (
     ParityReport,
     ParityRow,
+    check_count,
     check_distribution,
     check_dtype,
     check_expected,
@@ -350,6 +351,7 @@ def parity_sweep(
     """
     op_names, dtype_names, chosen, cases = plan(ops, dtypes, distributions)
     dims = check_shape(shape)
+    seed = check_count(seed, "parity_sweep: seed")
     wanted = check_names(backends)
     expected = check_expected(expected_errors)
     axes_tuple = None if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
