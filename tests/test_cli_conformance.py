@@ -218,3 +218,14 @@ def test_conformance_function_refuses_bad_arguments_in_one_line(
 
     with pytest.raises(error, match=r"^conformance: " + says.replace("(", r"\(")):
         conformance(**arguments)
+
+
+def test_conformance_that_tested_nothing_fails(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A backend asked for but not installed runs no case: the run is not a success."""
+    monkeypatch.setattr(_libraries, "installed", lambda module: module == "numpy")
+    assert main(["conformance", "--backend", "torch", "--suite", "seed", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "nothing was tested" in out
+    assert "torch: " in out

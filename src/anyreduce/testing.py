@@ -100,7 +100,7 @@ def conformance(
     Returns
     -------
     Report
-        ``.ok`` (no case failed), ``.results``, ``.matrix()``, ``.as_json()``.
+        ``.ok`` (some case ran, none failed), ``.results``, ``.matrix()``, ``.as_json()``.
 
     Examples
     --------

@@ -17,8 +17,8 @@ DESCRIPTION = (
     "every opset version, and generated cases compared with the ONNX reference evaluator, "
     "onnxruntime and the OpenVINO runtime, on every installed array library (NumPy always; "
     "PyTorch, JAX, array-api-strict, Dask and CUDA devices when present). Prints a matrix "
-    "of operator x backend; exits 1 if any case failed. A runtime's documented divergence "
-    "from the contract is reported as 'div', not as a failure."
+    "of operator x backend; exits 1 if any case failed or none ran. A runtime's documented "
+    "divergence from the contract is reported as 'div', not as a failure."
 )
 
 
@@ -93,6 +93,8 @@ def _print_report(report: Any) -> None:
         f"\n{counts['passed']} passed, {counts['failed']} failed, "
         f"{counts['divergent']} divergent (documented) in {report.seconds:.1f} s"
     )
+    if not report.results:
+        print("\nnothing was tested: no case ran on the backends and suites asked for")
     if report.not_tested:
         print("\nnot tested:")
         for name, why in report.not_tested.items():

@@ -74,7 +74,9 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return self.counts()[FAILED] == 0
+        """Some case ran, and none failed: a run that tested nothing (every backend asked
+        for absent) is not a success."""
+        return bool(self.results) and self.counts()[FAILED] == 0
 
     def problems(self) -> list[Result]:
         """Failed results first, then divergent ones."""
