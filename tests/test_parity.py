@@ -516,3 +516,48 @@ def test_command_refuses_a_negative_seed_in_one_line(capsys: pytest.CaptureFixtu
     assert stopped.value.code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("anyreduce parity: argument --seed: expected 0 or more, got -3")
+
+
+def test_jax_on_the_cpu_is_judged_on_subnormal_inputs_read_as_zero() -> None:
+    """XLA's CPU code reads subnormal inputs as zero, the contract's one exception: JAX's
+    product of an infinity and a subnormal number is NaN there (inf * 0), and the report
+    says it agrees, noting why; the other backends are held to the exact product."""
+    pytest.importorskip("jax")
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    data = np.array([[np.inf, tiny], [3.0, 2.0]], np.float32)
+    report = parity("reduce_prod", data=data, axes=1, backends=["numpy", "jax"])
+    rows = {row.name: row for row in report.rows}
+    assert rows["numpy"].agrees
+    assert rows["jax"].agrees, rows["jax"].detail
+    assert "subnormal" in rows["jax"].note
+    assert report.ok
+    assert "subnormal" not in rows["numpy"].note
+
+
+def test_subnormal_inputs_read_as_zero_excuse_no_other_error() -> None:
+    """Judged on its subnormal numbers read as zero, a wrong answer is still wrong."""
+    from anyreduce._conformance._exact import exact as exact_of
+    from anyreduce._conformance._parity import ParityReport, _as_zeros, _row
+
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    host = np.array([[np.inf, tiny], [3.0, 2.0]], np.float32)
+    report = parity("reduce_prod", data=host, axes=1, backends=["numpy"])
+    assert isinstance(report, ParityReport)
+    want = exact_of("ReduceProd", host, (1,), True)
+    for got, agrees in (([[np.nan], [6.0]], True), ([[np.nan], [7.0]], False)):
+        values = np.array(got, np.float32)
+        row = _row("jax", "backend", "ReduceProd", values, want, host, (1,))
+        assert not row.agrees
+        judged = _as_zeros(report, row, values, host, (1,))
+        assert (judged is not None and judged.agrees) is agrees
+    plain = np.array([[np.inf, 1.0], [3.0, 2.0]], np.float32)  # nothing to read as zero
+    row = _row(
+        "jax",
+        "backend",
+        "ReduceProd",
+        np.array([[np.nan], [6.0]], np.float32),
+        exact_of("ReduceProd", plain, (1,), True),
+        plain,
+        (1,),
+    )
+    assert _as_zeros(report, row, np.array([[np.nan], [6.0]], np.float32), plain, (1,)) is None

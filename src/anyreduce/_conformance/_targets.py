@@ -42,6 +42,12 @@ class Target:
     def has(self, dtype: str) -> bool:
         return self._lib.has(dtype)
 
+    @property
+    def reads_subnormals_as_zero(self) -> bool:
+        """Whether the library reads subnormal inputs as zero on this device (XLA on the
+        CPU): the contract's one exception, a slice of them reducing as zeros would."""
+        return _libraries.parse_device(self.device)[0] in self._lib.subnormals_as_zero
+
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         """The library's global mode for the suite: JAX with 64-bit types on."""

@@ -258,6 +258,9 @@ class Library:
     mode_of : str or None
         For a mode of another library (JAX without 64-bit types), that library's name: it
         is no name :func:`anyreduce.onnx.backend_for` takes.
+    subnormals_as_zero : frozenset of str
+        The device types (``"CPU"``, ``"CUDA"``) on which the library reads subnormal
+        inputs as zero: XLA's CPU code, the contract's one exception.
     """
 
     name: str
@@ -271,6 +274,7 @@ class Library:
     _devices: Callable[[str], int] = _cpu_only
     _mode: Callable[[], contextlib.AbstractContextManager[None]] = _no_mode
     mode_of: str | None = None
+    subnormals_as_zero: frozenset[str] = frozenset()
 
     def installed(self) -> bool:
         """Whether the library can be imported (without importing it)."""
@@ -368,6 +372,7 @@ LIBRARIES: dict[str, Library] = {
             _jax_sync,
             _jax_devices,
             _jax_mode(True),  # ONNX models and the contract's dtypes need int64 and float64
+            subnormals_as_zero=frozenset({"CPU"}),
         ),
         Library(
             "jax32",
@@ -381,6 +386,7 @@ LIBRARIES: dict[str, Library] = {
             _jax_devices,
             _jax_mode(False),
             mode_of="jax",
+            subnormals_as_zero=frozenset({"CPU"}),
         ),
         Library(
             "array_api_strict",
