@@ -31,6 +31,31 @@ def test_tests_use_the_public_oracle() -> None:
     assert reference.magnitude is magnitude
 
 
+def test_exact_sums_whose_partial_sums_overflow_float64() -> None:
+    """``math.fsum`` raises OverflowError when a partial sum leaves float64's range, also
+    where the exact sum is finite: the oracle then sums exactly in integers."""
+    big = 1.7e308
+    x = np.array([big, big, -big])
+    assert exact("reduce_sum", x, keepdims=False) == big
+    assert exact("reduce_log_sum", x, keepdims=False) == math.log(big)
+    assert exact("reduce_l1", x, keepdims=False) == math.inf  # 5.1e308
+    tiny = float(np.finfo(np.float64).smallest_subnormal)
+    assert exact("reduce_sum", np.array([big, big, -big, tiny]), keepdims=False) == big
+    assert exact("reduce_sum", np.array([-big, -big, 1e300]), keepdims=False) == -math.inf
+    # Rounded once: max + ulp/2 (the overflow threshold) rounds to inf, max + ulp/4 to max.
+    top = float(np.finfo(np.float64).max)
+    ulp = 2.0**971  # the spacing of float64 at its maximum
+    assert exact("reduce_sum", np.array([top, top, -top, ulp / 2]), keepdims=False) == math.inf
+    assert exact("reduce_sum", np.array([top, top, -top, ulp / 4]), keepdims=False) == top
+    # A sum beyond float64 whose logarithm is not: log(3.4e308).
+    assert exact("reduce_log_sum", np.array([big, big]), keepdims=False) == pytest.approx(
+        math.log(big) + math.log(2.0), rel=2**-52
+    )
+    assert math.isnan(exact("reduce_log_sum", np.array([-big, -big]), keepdims=False))
+    magnitudes = magnitude("reduce_sum", np.array([[big, -big, big]]), (1,), keepdims=True)
+    assert magnitudes.tolist() == [[math.inf]]
+
+
 def test_exact_follows_the_contract() -> None:
     assert exact("reduce_l2", np.array([300, 400], np.float16), keepdims=False) == 500.0
     wrapped = exact("reduce_sum", np.array([100, 100], np.int8), keepdims=False)

@@ -101,13 +101,41 @@ def _saturate(value: float, dtype: np.dtype) -> int:
     return min(max(math.trunc(value), low), high)
 
 
+#: Every float64 is an integer multiple of 2**-1074, its smallest subnormal number.
+_UNITS = 2**1074
+
+
 def _fsum(values: Sequence[float]) -> float:
     if any(math.isnan(v) for v in values) or (math.inf in values and -math.inf in values):
         return math.nan
     try:
         return math.fsum(values)
-    except OverflowError:  # the exact sum is finite but beyond float64
-        return math.copysign(math.inf, sum(values))
+    except OverflowError:
+        # A partial sum left float64's range (the values are finite: fsum sums infinities
+        # itself); the exact sum may be finite. Rounded once, by the division of two
+        # integers.
+        total = _units(values)
+        try:
+            return total / _UNITS
+        except OverflowError:  # the exact sum is beyond float64
+            return math.inf if total > 0 else -math.inf
+
+
+def _units(values: Sequence[float]) -> int:
+    """The exact sum of finite ``values`` in units of 2**-1074."""
+    total = 0
+    for v in values:
+        numerator, denominator = v.as_integer_ratio()
+        total += numerator * (_UNITS // denominator)
+    return total
+
+
+def _log_units(units: int) -> float:
+    """The natural logarithm of ``units * 2**-1074``, a sum beyond float64's range."""
+    if units < 0:
+        return math.nan
+    bits = units.bit_length()
+    return math.log(units / 2**bits) + (bits - 1074) * math.log(2.0)
 
 
 _SPLIT = 2.0**27 + 1.0  # Veltkamp: splits a float64 into two halves of 26 bits
@@ -199,6 +227,12 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float]:
         return min(row, default=math.inf), 0.0
     if op == "ReduceLogSum":
         total = _fsum(row)
+        if math.isinf(total) and not any(math.isinf(v) for v in row):
+            # The sum is beyond float64's range; its logarithm is not.
+            units = _units(row)
+            value = _log_units(units)
+            scale = _units([abs(v) for v in row]) / abs(units)
+            return value, scale + (abs(value) if math.isfinite(value) else 0.0)
         value = _log(total)
         # d log(s) = ds / s: the sum's error, relative to the sum, is the log's absolute error
         # (finite for a negative sum too: see Exact.ill)
