@@ -52,6 +52,13 @@ def restore_threads() -> Iterator[None]:
         anyreduce.set_num_threads(before)
 
 
+@pytest.fixture
+def two_threads(restore_threads: None) -> None:
+    """Two threads, as memory is measured: each pool thread holds its own buffer, so a
+    call's peak grows with the thread count (and with how many run at once)."""
+    anyreduce.set_num_threads(2)
+
+
 def _data(shape: tuple[int, ...], dtype: str, seed: int, order: str = "C") -> np.ndarray:
     values = np.random.default_rng(seed).standard_normal(shape) * 3
     return values.astype(dtype, order=order)  # type: ignore[call-overload]
@@ -415,7 +422,7 @@ def test_data_in_the_other_byte_order_stay_within_a_tenth_of_the_input(
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8", "int32"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_widened_data_below_the_threads_size_hold_a_slab(
-    module: str, dtype: str, axes: int | None
+    two_threads: None, module: str, dtype: str, axes: int | None
 ) -> None:
     """Data of 2**20 elements, too few for the threads, that an operator widens into
     float64 (integer L2 and LogSumExp, float16 and bfloat16 L2, LogSumExp and SumSquare)
@@ -442,7 +449,9 @@ def test_widened_data_below_the_threads_size_hold_a_slab(
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
-def test_float_terms_below_the_threads_size_hold_a_tile(dtype: str, axes: int | None) -> None:
+def test_float_terms_below_the_threads_size_hold_a_tile(
+    two_threads: None, dtype: str, axes: int | None
+) -> None:
     """L1, SumSquare, L2 and LogSumExp of float data of 2**20 elements, too few for the
     threads, hold a tile of their terms (|x|, x**2, exp(x - shift)) at a time, not the
     terms of the whole data (100% of the input); so does the careful form of a Sum whose
@@ -463,7 +472,7 @@ def test_float_terms_below_the_threads_size_hold_a_tile(dtype: str, axes: int | 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
 @pytest.mark.parametrize("axes", [1, 0], ids=["last", "first"])
-def test_integer_terms_of_large_data_hold_a_tile(dtype: str, axes: int) -> None:
+def test_integer_terms_of_large_data_hold_a_tile(two_threads: None, dtype: str, axes: int) -> None:
     """SumSquare and L1 of 32- and 64-bit integers of 2**21 elements hold a tile of their
     terms (x**2 and |x|, wrapped in the type) at a time, and their sums, which wrap, equal
     the generic kernel's bit for bit."""
@@ -485,7 +494,7 @@ def test_integer_terms_of_large_data_hold_a_tile(dtype: str, axes: int) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_torch_log_sum_exp_below_the_threads_size_holds_one_temporary(
-    dtype: str, axes: int | None
+    two_threads: None, dtype: str, axes: int | None
 ) -> None:
     """PyTorch's LogSumExp of 2**20 elements (too few to go through NumPy) writes exp(x -
     shift) over x - shift: one temporary of the data's size, not two, and the same values
@@ -515,13 +524,14 @@ def test_torch_log_sum_exp_below_the_threads_size_holds_one_temporary(
     ids=str,
 )
 def test_careful_forms_of_large_float32_data_hold_no_copy_of_it(
-    module: str, op: str, row: float, axes: int | None
+    two_threads: None, module: str, op: str, row: float, axes: int | None
 ) -> None:
     """float32 data with a row whose sum overflows (|x| about 1e37) or whose squares leave
     the range (1e25, 1e-25): the careful form (the terms scaled by 2**-64; the squares in
     float64) is taken in the same pass as the plain totals, not on a copy of the data (it
     held 100% of the input, 400% for L2). Over the first axis the blocked sum's first
-    level, a sixteenth of the rows, is float64 for L2: an eighth of the input."""
+    level, a sixteenth of the rows, is float64 for L2: an eighth of the input, and each
+    of the two threads a buffer of a 64th."""
     pytest.importorskip(module)
     from anyreduce._bench._memory import peak_extra_bytes
 
@@ -550,7 +560,9 @@ def test_careful_forms_of_large_float32_data_hold_no_copy_of_it(
 
 @pytest.mark.parametrize("module", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_l2_of_data_with_a_row_of_zeros_takes_no_careful_form(module: str, dtype: str) -> None:
+def test_l2_of_data_with_a_row_of_zeros_takes_no_careful_form(
+    two_threads: None, module: str, dtype: str
+) -> None:
     """A row of zeros (padding, a mask) has a sum of squares of 0, as has a row whose
     squares underflow: told apart, its L2 of 0 needs no careful form over the data, whose
     temporaries were 2-4x the input."""
@@ -604,7 +616,9 @@ def test_product_of_data_with_zeros_takes_no_careful_form(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("axes", [0, None], ids=["first", "every"])
-def test_torch_careful_product_and_wide_mean_stay_within_a_tenth(axes: int | None) -> None:
+def test_torch_careful_product_and_wide_mean_stay_within_a_tenth(
+    two_threads: None, axes: int | None
+) -> None:
     """PyTorch CPU tensors: the careful product of float32 data whose products overflow,
     and the exact mean of int64 data, hold at most a tenth of the input's bytes at once
     (their statistics taken in pieces)."""
