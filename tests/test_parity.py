@@ -543,6 +543,30 @@ def test_command_refuses_a_negative_seed_in_one_line(capsys: pytest.CaptureFixtu
     assert line.startswith("anyreduce parity: argument --seed: expected 0 or more, got -3")
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--axes", "-1,0"], None),
+        (["--axes", "-2,-1"], None),
+        (["--axes", "-1"], None),
+        (["--shape", "-1,4"], "anyreduce parity: --shape [-1, 4] has a negative length"),
+    ],
+    ids=str,
+)
+def test_command_takes_lists_that_start_with_a_negative_number(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str | None
+) -> None:
+    """``--axes -1,0`` was read as an option ("argument --axes: expected one argument"),
+    where ``--axes -1`` and ``--axes=-1,0`` worked."""
+    command = ["parity", "reduce_sum", "--shape", "3,4", "--backend", "numpy", "--no-progress"]
+    if message is None:
+        assert main(command + argv) == 0
+        return
+    assert main(["parity", "reduce_sum", "--backend", "numpy", *argv]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(message), line
+
+
 def test_jax_on_the_cpu_is_judged_on_subnormal_inputs_read_as_zero() -> None:
     """XLA's CPU code reads subnormal inputs as zero, the contract's one exception: JAX's
     product of an infinity and a subnormal number is NaN there (inf * 0), and the report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -65,8 +66,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A list that starts with a negative number: argparse takes "-1" for a number but "-1,0"
+# (axes, a shape) for an option, and then says "expected one argument".
+_NEGATIVE_LIST = re.compile(r"-\d.*,")
+
+
+def _attach_negative_lists(arguments: list[str]) -> list[str]:
+    """``--axes -1,0`` as ``--axes=-1,0``: no option of these commands is a minus sign and
+    a digit."""
+    joined: list[str] = []
+    for argument in arguments:
+        previous = joined[-1] if joined else ""
+        if (
+            _NEGATIVE_LIST.match(argument)
+            and previous.startswith("--")
+            and "=" not in previous
+            and previous != "--"
+        ):
+            joined[-1] = f"{previous}={argument}"
+        else:
+            joined.append(argument)
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    arguments = _attach_negative_lists(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(arguments)
     args.argv = arguments  # a command may run itself again in a child process (bench)
     return int(args.run(args))
