@@ -56,6 +56,29 @@ def test_exact_sums_whose_partial_sums_overflow_float64() -> None:
     assert magnitudes.tolist() == [[math.inf]]
 
 
+def test_error_bounds_of_sums_whose_magnitude_overflows_float64_are_finite() -> None:
+    """The error scale of Sum, Mean, L1 and LogSum is ``sum |x|``; beyond float64 (5.1e308
+    for float64 [1.7e308, 1.7e308, -1.7e308]) it read inf, and any finite answer agreed.
+    The bound is (n + 1) eps of the exact scale: about 4.5e293 here."""
+    from anyreduce._conformance._exact import compare
+    from anyreduce._conformance._exact import exact as exact_of
+
+    big = 1.7e308
+    data = np.array([[big, big, -big], [1.0, 2.0, 3.0]])
+    for op, right in [("ReduceSum", big), ("ReduceMean", big / 3)]:
+        want = exact_of(op, data, (1,), False)
+        assert compare(op, np.array([right, want.values[1]]), want).agrees
+        near = np.nextafter(right, 0.0)  # one ulp off: within the bound
+        assert compare(op, np.array([near, want.values[1]]), want).agrees
+        off = compare(op, np.array([right * (1 - 1e-6), want.values[1]]), want)
+        assert not off.agrees, op
+    want = exact_of("ReduceLogSum", data, (1,), False)
+    assert want.ill is not None
+    assert not want.ill.any()  # log(1.7e308): the sum is well within its error bound
+    assert not compare("ReduceLogSum", np.array([700.0, math.log(6.0)]), want).agrees
+    assert compare("ReduceLogSum", want.values.copy(), want).agrees
+
+
 def test_exact_follows_the_contract() -> None:
     assert exact("reduce_l2", np.array([300, 400], np.float16), keepdims=False) == 500.0
     wrapped = exact("reduce_sum", np.array([100, 100], np.int8), keepdims=False)

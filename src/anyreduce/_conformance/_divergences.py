@@ -95,7 +95,14 @@ def _mismatches(got: Got, want: Exact) -> np.ndarray:
         zip(flat_got, want.values.ravel(), want.scales.ravel(), strict=True)
     ):
         ill = None if want.ill is None else np.array(want.ill.ravel()[i])
-        one = Exact(np.array(w, dtype=np.float64), np.array(s), want.count, want.dtype, ill)
+        one = Exact(
+            np.array(w, dtype=np.float64),
+            np.array(s),
+            want.count,
+            want.dtype,
+            ill,
+            want.scale_exponent,
+        )
         mask.ravel()[i] = not compare("", np.asarray(g).astype(want.dtype), one).agrees
     return mask
 

@@ -130,6 +130,27 @@ def _units(values: Sequence[float]) -> int:
     return total
 
 
+def _magnitude(row: Sequence[float]) -> float | Fraction:
+    """``sum |x|`` of ``row``: exact where it is beyond float64 and the values are finite."""
+    absolute = _fsum([abs(v) for v in row])
+    if math.isinf(absolute) and all(math.isfinite(v) for v in row):
+        return Fraction(_units([abs(v) for v in row]), _UNITS)
+    return absolute
+
+
+def _as_float(value: float | Fraction) -> float:
+    """``value`` rounded to float64; inf beyond its range."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+#: Where some error scale is beyond float64 (``sum |x|`` of float64 data near its
+#: maximum), an :class:`Exact` holds every scale in units of 2**64.
+_SCALE_EXPONENT = 64
+
+
 def _log_units(units: int) -> float:
     """The natural logarithm of ``units * 2**-1074``, a sum beyond float64's range."""
     if units < 0:
@@ -165,8 +186,10 @@ def _exact_mean(row: list[float]) -> float:
 def _product(row: list[float]) -> float:
     """The product, with no partial product able to overflow or underflow.
 
-    Mantissas (in [0.5, 1)) are multiplied and renormalised, exponents summed as integers;
-    only the final ``ldexp`` rounds to float64's range.
+    Mantissas (in [0.5, 1)) are multiplied and renormalised, exponents summed as integers:
+    each mantissa product rounds to float64's 53 bits (n roundings, far below the data's
+    tolerance for float32 and narrower data, about it for float64) and the final
+    ``ldexp`` rounds once more to float64's range.
     """
     if any(math.isinf(v) for v in row):
         if 0.0 in row:
@@ -200,19 +223,41 @@ def _lse(row: list[float]) -> float:
     return top + math.log(math.fsum(math.exp(v - top) for v in row))
 
 
-def _float_row(op: str, row: list[float]) -> tuple[float, float]:
-    """The exact value of ``op`` over ``row`` and the scale of its rounding error."""
+def _log_sum_row(row: list[float], absolute: float | Fraction) -> tuple[float, float | Fraction]:
+    """The exact LogSum of ``row`` (no NaN) and the scale of its error; ``absolute`` is
+    ``sum |x|``."""
+    total = _fsum(row)
+    if math.isinf(total) and not any(math.isinf(v) for v in row):
+        # The sum is beyond float64's range; its logarithm is not.
+        units = _units(row)
+        value = _log_units(units)
+        scale = _units([abs(v) for v in row]) / abs(units)
+        return value, scale + (abs(value) if math.isfinite(value) else 0.0)
+    value = _log(total)
+    # d log(s) = ds / s: the sum's error, relative to the sum, is the log's absolute error
+    # (finite for a negative sum too: see Exact.ill)
+    if not total:
+        return value, math.inf if absolute else 0.0
+    if isinstance(absolute, Fraction):
+        relative = absolute / Fraction(abs(total))
+        return value, relative + Fraction(abs(value) if math.isfinite(value) else 0.0)
+    return value, absolute / abs(total) + (abs(value) if math.isfinite(value) else 0.0)
+
+
+def _float_row(op: str, row: list[float]) -> tuple[float, float | Fraction]:
+    """The exact value of ``op`` over ``row`` and the scale of its rounding error (a
+    fraction where it is beyond float64)."""
     n = len(row)
     if any(math.isnan(v) for v in row):
         return math.nan, 0.0
-    absolute = _fsum([abs(v) for v in row])
+    absolute = _magnitude(row)
     if op == "ReduceSum":
         return _fsum(row), absolute
     if op == "ReduceSumSquare":
         value = _fsum(_squares(row))
         return value, value
     if op == "ReduceL1":
-        return absolute, absolute
+        return _as_float(absolute), absolute
     if op == "ReduceL2":
         value = math.hypot(*row)
         return value, value
@@ -226,18 +271,7 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float]:
     if op in ("ReduceMin", "ReduceLogicalAnd"):
         return min(row, default=math.inf), 0.0
     if op == "ReduceLogSum":
-        total = _fsum(row)
-        if math.isinf(total) and not any(math.isinf(v) for v in row):
-            # The sum is beyond float64's range; its logarithm is not.
-            units = _units(row)
-            value = _log_units(units)
-            scale = _units([abs(v) for v in row]) / abs(units)
-            return value, scale + (abs(value) if math.isfinite(value) else 0.0)
-        value = _log(total)
-        # d log(s) = ds / s: the sum's error, relative to the sum, is the log's absolute error
-        # (finite for a negative sum too: see Exact.ill)
-        scale = absolute / abs(total) if total else (math.inf if absolute else 0.0)
-        return value, scale + (abs(value) if math.isfinite(value) else 0.0)
+        return _log_sum_row(row, absolute)
     value = _lse(row)
     top = max(row, default=0.0)
     return value, abs(top) + math.log(max(n, 1)) + 1 + (abs(value) if math.isfinite(value) else 0)
@@ -291,6 +325,15 @@ class Exact:
     # sum may have either sign once rounded (|sum| <= the bound of its error), where a
     # correct accumulation may give any log, NaN or -inf. None: no such element.
     ill: np.ndarray | None = None
+    # The scales are in units of 2**scale_exponent (64 where some scale is beyond float64).
+    scale_exponent: int = 0
+
+    def bounds(self) -> np.ndarray:
+        """Per element, the error a correct accumulation may make (before rounding to the
+        dtype): the tolerance times the error scale."""
+        with np.errstate(over="ignore"):
+            relative = tolerance(self.dtype, self.count) * self.scales
+            return np.asarray(np.ldexp(relative, self.scale_exponent))
 
     def rounded(self) -> np.ndarray:
         """The exact values in the output dtype (the value an ideal implementation returns)."""
@@ -309,7 +352,7 @@ def exact(op: str, data: np.ndarray, axes: Sequence[int], keepdims: bool) -> Exa
     dtype = data.dtype
     floating = _is_float(dtype)
     values = np.empty(outer, dtype=np.float64 if floating else object)
-    scales = np.zeros(outer, dtype=np.float64)
+    exact_scales: dict[tuple[int, ...], float | Fraction] = {}
     for index in np.ndindex(*outer):
         row = rows[index]
         if dtype.kind == "b":
@@ -317,14 +360,22 @@ def exact(op: str, data: np.ndarray, axes: Sequence[int], keepdims: bool) -> Exa
         elif not floating:
             values[index] = _int_row(op, [int(v) for v in row], dtype)
         else:
-            values[index], scales[index] = _float_row(op, [float(v) for v in row])
+            values[index], exact_scales[index] = _float_row(op, [float(v) for v in row])
+    beyond = any(math.isinf(_as_float(s)) for s in exact_scales.values() if type(s) is Fraction)
+    exponent = _SCALE_EXPONENT if beyond else 0
+    scales = np.zeros(outer, dtype=np.float64)
+    for index, scale in exact_scales.items():
+        if type(scale) is Fraction:
+            scales[index] = _as_float(scale / 2**exponent)
+        else:
+            scales[index] = math.ldexp(scale, -exponent)
     if keepdims:
         shape = tuple(1 if i in reduced else n for i, n in enumerate(data.shape))
         values, scales = values.reshape(shape), scales.reshape(shape)
-    ill = None
+    result = Exact(values, scales, count, dtype, None, exponent)
     if floating and op == "ReduceLogSum":
-        ill = np.asarray(tolerance(dtype, count) * scales >= 1.0)
-    return Exact(values, scales, count, dtype, ill)
+        return Exact(values, scales, count, dtype, np.asarray(result.bounds() >= 1.0), exponent)
+    return result
 
 
 def _normalised(
@@ -563,7 +614,7 @@ def _compare_float(got: np.ndarray, want: Exact) -> Comparison:
         both_nan = np.isnan(got) & np.isnan(exact_values)
         same_inf = np.isinf(rounded) & (got == rounded)
         allowed = (
-            tolerance(want.dtype, want.count) * want.scales
+            want.bounds()
             + 0.5 * ulp
             # Subnormal results may be flushed to zero (XLA on CPU, most GPUs): the array
             # API standard does not require gradual underflow.
