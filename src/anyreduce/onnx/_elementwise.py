@@ -197,14 +197,42 @@ def _binary(
 
 
 def _divide(xp: Namespace, a: Array, b: Array) -> Array:
+    """ONNX's Div; an integer divided by zero is 0 and the minimum divided by -1 wraps to
+    the minimum, on every library.
+
+    ONNX leaves both undefined (C++'s), and the libraries disagree: NumPy gives 0 and
+    warns, PyTorch raises, JAX gives -1 or -2. Neither is divided here.
+    """
     if not _dtypes.is_integer(xp, a.dtype):
         return xp.divide(a, b)
+    zero = b == 0
+    signed = xp.isdtype(a.dtype, "signed integer")
+    minus_one = (b == -1) if signed else zero
+    safe = xp.where(zero | minus_one, xp.ones_like(b), b)
     # ONNX integer Div truncates toward zero (as C++ does); floor division rounds down,
     # so add one where the division is inexact and the signs differ.
-    quotient = xp.floor_divide(a, b)
-    inexact = xp.remainder(a, b) != 0
-    signs_differ = xp.logical_xor(a < 0, b < 0)
-    return quotient + xp.astype(xp.logical_and(inexact, signs_differ), quotient.dtype)
+    quotient = xp.floor_divide(a, safe)
+    inexact = xp.remainder(a, safe) != 0
+    signs_differ = xp.logical_xor(a < 0, safe < 0)
+    quotient = quotient + xp.astype(xp.logical_and(inexact, signs_differ), quotient.dtype)
+    if signed:
+        quotient = xp.where(minus_one, xp.negative(a), quotient)
+    return xp.where(zero, xp.zeros_like(quotient), quotient)
+
+
+def _integer_power(xp: Namespace, x: Array, e: Array) -> Array:
+    """``x ** e`` of integers (one dtype): a negative power is its real value truncated
+    toward zero, 1 for 1, 1 or -1 for -1 (the exponent's parity) and 0 for any other base,
+    0 included (as an integer divided by zero). NumPy and array-api-strict refuse a
+    negative integer power; PyTorch and JAX give these values."""
+    negative = e < 0
+    plain = xp.pow(x, xp.where(negative, xp.zeros_like(e), e))
+    odd = xp.remainder(e, xp.full_like(e, 2)) != 0
+    one = xp.ones_like(plain)
+    minus_one = xp.where(odd, -one, one)
+    zero = xp.zeros_like(plain)
+    reciprocal = xp.where(x == 1, one, xp.where(x == -1, minus_one, zero))
+    return xp.where(negative, reciprocal, plain)
 
 
 _POW_BASES = ("int32", "int64", *FLOATS)  # Pow-15's T; its exponent T1 is any numeric type
@@ -219,10 +247,10 @@ def _pow(node: Node, label: str, inputs: Sequence[Array | None]) -> Array:
     _broadcast(label, x, y)
 
     def power() -> Array:
-        if y.dtype == x.dtype or (
-            _dtypes.is_integer(xp, x.dtype) and _dtypes.is_integer(xp, y.dtype)
-        ):
-            return xp.pow(x, xp.astype(y, x.dtype))
+        if _dtypes.is_integer(xp, x.dtype) and _dtypes.is_integer(xp, y.dtype):
+            return _integer_power(xp, x, xp.astype(y, x.dtype))
+        if y.dtype == x.dtype:
+            return xp.pow(x, y)
         # Mixed types: in the widest float, then to the base's type (as the ONNX
         # reference's np.power(a, b).astype(a.dtype); integers truncate).
         wide = _dtypes.widest_float(xp)
