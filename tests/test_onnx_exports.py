@@ -279,6 +279,39 @@ def test_integer_div_truncates_toward_zero() -> None:
     assert y.tolist() == [3, -3, -3, 3, 0]
 
 
+_SPECIALS = [0.0, -1.0, 1e30, float("nan")]
+DASK_SPECIAL_CASES = [
+    ("Log", [(_SPECIALS, "float32")], {}),
+    ("Sqrt", [(_SPECIALS, "float32")], {}),
+    ("Exp", [([1000.0, -1000.0], "float32")], {}),
+    ("Reciprocal", [(_SPECIALS, "float32")], {}),
+    ("Div", [(_SPECIALS, "float32"), ([0.0] * 4, "float32")], {}),
+    ("Mul", [(_SPECIALS, "float32"), (_SPECIALS, "float32")], {}),
+    ("Pow", [(_SPECIALS, "float32"), ([-1.0, 0.5, 2.0, 1.0], "float32")], {}),
+    ("Add", [([3e38, 1.0], "float32"), ([3e38, 1.0], "float32")], {}),
+    ("Sub", [([3e38, 1.0], "float32"), ([-3e38, 1.0], "float32")], {}),
+    ("Cast", [([1e300, 1.0], "float64")], {"to": TensorProto.FLOAT}),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "attributes"), DASK_SPECIAL_CASES, ids=[c[0] for c in DASK_SPECIAL_CASES]
+)
+def test_dask_elementwise_graphs_compute_without_warnings(
+    op: str, inputs: list[tuple[Any, str]], attributes: dict[str, Any]
+) -> None:
+    """Dask computes a graph later, outside anyreduce: NumPy's warnings about IEEE special
+    values (log(0), an overflow) reached the caller then (warnings are errors here)."""
+    da = pytest.importorskip("dask.array")
+    arrays = [np.asarray(values, dtype=kind) for values, kind in inputs]
+    names = [f"in{i}" for i in range(len(arrays))]
+    node = helper.make_node(op, names, ["y"], **attributes)
+    (lazy,) = anyreduce.onnx.run_node(node, [da.from_array(a, chunks=2) for a in arrays])
+    got = lazy.compute(scheduler="threads")
+    (want,) = anyreduce.onnx.run_node(node, arrays)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_constant_run_alone_is_a_numpy_array() -> None:
     (y,) = anyreduce.onnx.run_node(helper.make_node("Constant", [], ["c"], value_ints=[1, 2]), [])
     assert isinstance(y, np.ndarray)

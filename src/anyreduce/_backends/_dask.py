@@ -268,7 +268,10 @@ def _shim(xp: Namespace) -> Namespace:
         sum=_sum(xp),
         prod=_prod(xp),
         astype=_astype(xp),
-        **{name: _elementwise(xp, name) for name in ("subtract", "multiply", "log", "exp", "sqrt")},
+        **{
+            name: _elementwise(xp, name)
+            for name in ("add", "subtract", "multiply", "divide", "pow", "log", "exp", "sqrt")
+        },
         isdtype=isdtype_with_bfloat16(xp),
     )
 

@@ -98,12 +98,15 @@ def _arity(label: str, inputs: Sequence[Array | None], count: int) -> list[Array
 
 
 def _namespace(label: str, *arrays: Array) -> Namespace:
+    """The namespace the kernels are given (the library's workarounds: Dask's element-wise
+    functions keep NumPy's warnings inside the chunks, where Dask computes them later)."""
     try:
-        return array_api_compat.array_namespace(*arrays)
+        xp = array_api_compat.array_namespace(*arrays)
     except TypeError as e:
         kinds = ", ".join(type(a).__name__ for a in arrays)
         msg = f"{label}: inputs must be arrays of one library, got {kinds}"
         raise TypeError(msg) from e
+    return _backends.profile_for(xp).shim(xp)
 
 
 def _check_dtype(
