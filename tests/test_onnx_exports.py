@@ -312,6 +312,24 @@ def test_dask_elementwise_graphs_compute_without_warnings(
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("target", ["int64", "float64", "uint64"])
+def test_cast_to_a_type_the_library_lacks_is_refused(xp: Any, backend: Any, target: str) -> None:
+    """JAX without x64 names int64 and float64 but makes int32 and float32 of them, with
+    a warning: a Cast to them changed the values' type silently. It is refused there."""
+    from backends import make
+
+    code = {"int64": TensorProto.INT64, "float64": TensorProto.DOUBLE}.get(target)
+    code = TensorProto.UINT64 if code is None else code
+    node = helper.make_node("Cast", ["x"], ["y"], to=code)
+    data = make(xp, [1.0, 2.0], "float32")
+    if backend.has(target):
+        (y,) = anyreduce.onnx.run_node(node, [data])
+        assert str(y.dtype).endswith(target)
+        return
+    with pytest.raises(TypeError, match=rf"cannot cast to ONNX type {code} \({target}\) here: "):
+        anyreduce.onnx.run_node(node, [data])
+
+
 def test_constant_run_alone_is_a_numpy_array() -> None:
     (y,) = anyreduce.onnx.run_node(helper.make_node("Constant", [], ["c"], value_ints=[1, 2]), [])
     assert isinstance(y, np.ndarray)

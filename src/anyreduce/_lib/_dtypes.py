@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ._memo import library_key, memo
@@ -124,11 +125,19 @@ def dtype_name(xp: Namespace, dtype: DType) -> str | None:
     return f"float{width}"
 
 
+def _makes(xp: Namespace, dtype: DType) -> bool:
+    """Whether ``xp`` makes arrays of ``dtype``: JAX without x64 names int64 and float64
+    but makes int32 and float32 arrays of them (and warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bool(xp.zeros(0, dtype=dtype).dtype == dtype)
+
+
 def dtype_named(xp: Namespace, name: str) -> DType | None:
     """The namespace's dtype called ``name`` (inverse of :func:`dtype_name`), or None."""
     found = getattr(xp, name, None)
     if found is not None:
-        return found
+        return found if _makes(xp, found) else None
     info = xp.__array_namespace_info__().dtypes()
     if name in info:
         return info[name]

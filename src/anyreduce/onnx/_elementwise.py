@@ -270,8 +270,9 @@ def _cast_to(label: str, xp: Namespace, code: int) -> Any:
     dtype = None if name is None else _dtypes.dtype_named(xp, name)
     if dtype is None:
         codes = ", ".join(f"{c} ({n})" for c, n in ONNX_DTYPES.items())
+        where = "here" if name is None else f"here: {getattr(xp, '__name__', xp)} has no {name}"
         msg = (
-            f"{label}: cannot cast to ONNX type {code} ({name or 'unknown'}) here; "
+            f"{label}: cannot cast to ONNX type {code} ({name or 'unknown'}) {where}; "
             f"'to' takes {codes} where the array library has the type"
         )
         raise TypeError(msg)
