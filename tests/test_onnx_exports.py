@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -367,6 +368,44 @@ ELEMENTWISE_CASES = [
         "int32",
     ),
     ("Pow", [([1, -1, 5], "int64"), ([-7, -7, -2], "int32")], {}, [1, -1, 0], "int64"),
+    # Floats into integers beyond their range, and NaN: ONNX leaves them undefined and the
+    # libraries disagreed (JAX saturates; NumPy and PyTorch on x86 give the minimum or
+    # wrap): saturated at the type's limits, NaN the minimum, as the kernels' integer results.
+    (
+        "Cast",
+        [([math.nan, math.inf, -math.inf, 1e20, -1e20, 300.0, -1.5, 2.7], "float32")],
+        {"to": TensorProto.INT32},
+        [-(2**31), 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), 300, -1, 2],
+        "int32",
+    ),
+    (
+        "Cast",
+        [([math.nan, math.inf, -math.inf, 1e20, -1e20, 300.0, -1.5, 2.7], "float32")],
+        {"to": TensorProto.UINT8},
+        [0, 255, 0, 255, 0, 255, 0, 2],
+        "uint8",
+    ),
+    (
+        "Cast",
+        [([math.nan, math.inf, 300.0, -300.0, -1.5], "float16")],
+        {"to": TensorProto.INT8},
+        [-128, 127, 127, -128, -1],
+        "int8",
+    ),
+    (
+        "CastLike",
+        [([math.nan, 1e10, -7.9], "float64"), ([0], "int32")],
+        {},
+        [-(2**31), 2**31 - 1, -7],
+        "int32",
+    ),
+    (
+        "Pow",
+        [([0, 2, 3], "int32"), ([-1.0, 40.0, 2.0], "float32")],
+        {},
+        [2**31 - 1, 2**31 - 1, 9],
+        "int32",
+    ),
     ("Neg", [([1, -2, 0], "int32")], {}, [-1, 2, 0], "int32"),
     ("Reciprocal", [([4.0, -0.5], "float32")], {}, [0.25, -2.0], "float32"),
     (

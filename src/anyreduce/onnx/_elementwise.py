@@ -19,6 +19,7 @@ import array_api_compat
 import numpy as np
 
 from .. import _backends
+from .._agnostic._kernels import float_to_int
 from .._lib import _dtypes
 from .._lib._ops import OPS, run
 
@@ -255,9 +256,9 @@ def _pow(node: Node, label: str, inputs: Sequence[Array | None]) -> Array:
         if y.dtype == x.dtype:
             return xp.pow(x, y)
         # Mixed types: in the widest float, then to the base's type (as the ONNX
-        # reference's np.power(a, b).astype(a.dtype); integers truncate).
+        # reference's np.power(a, b).astype(a.dtype); integers truncate, see _to_type).
         wide = _dtypes.widest_float(xp)
-        return xp.astype(xp.pow(xp.astype(x, wide), xp.astype(y, wide)), x.dtype)
+        return _to_type(xp, xp.pow(xp.astype(x, wide), xp.astype(y, wide)), x.dtype)
 
     return _compute(label, xp, power)
 
@@ -279,6 +280,20 @@ def _cast_to(label: str, xp: Namespace, code: int) -> Any:
     return dtype
 
 
+def _to_type(xp: Namespace, x: Array, dtype: Any) -> Array:
+    """``x`` as ``dtype``; floats into integers truncated toward zero, saturated at the
+    type's limits beyond them, NaN the type's minimum, as the kernels' integer results
+    (``float_to_int``). ONNX leaves those undefined, and the libraries disagree: JAX
+    saturates, NumPy and PyTorch on x86 give the minimum or wrap (float32 300 as uint8 is
+    44 there, 255 on JAX)."""
+    floating = _dtypes.dtype_name(xp, x.dtype) in FLOATS
+    if not floating or _dtypes.dtype_name(xp, dtype) not in SIGNED + UNSIGNED:
+        return xp.astype(x, dtype)
+    if _dtypes.dtype_name(xp, x.dtype) not in ("float32", "float64"):
+        x = xp.astype(x, xp.float32)  # float16 and bfloat16 exactly
+    return float_to_int(xp, x, dtype, dtype)
+
+
 def _cast(node: Node, label: str, inputs: Sequence[Array | None]) -> Array:
     kinds = _attribute_types()
     allowed = {"to": kinds.INT, "saturate": kinds.INT, "round_mode": kinds.STRING}
@@ -290,7 +305,7 @@ def _cast(node: Node, label: str, inputs: Sequence[Array | None]) -> Array:
         raise ValueError(msg)
     _check_dtype(label, xp, x, (*NUMERIC, "bool"))
     dtype = _cast_to(label, xp, attributes["to"])
-    return _compute(label, xp, lambda: xp.astype(x, dtype))
+    return _compute(label, xp, lambda: _to_type(xp, x, dtype))
 
 
 def _cast_like(node: Node, label: str, inputs: Sequence[Array | None]) -> Array:
@@ -300,7 +315,7 @@ def _cast_like(node: Node, label: str, inputs: Sequence[Array | None]) -> Array:
     xp = _namespace(label, x, like)
     _check_dtype(label, xp, x, (*NUMERIC, "bool"))
     _check_dtype(label, xp, like, (*NUMERIC, "bool"), "second input (target type)")
-    return _compute(label, xp, lambda: xp.astype(x, like.dtype))
+    return _compute(label, xp, lambda: _to_type(xp, x, like.dtype))
 
 
 # --- no input
