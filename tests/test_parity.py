@@ -54,6 +54,14 @@ def test_exact_sums_whose_partial_sums_overflow_float64() -> None:
     assert math.isnan(exact("reduce_log_sum", np.array([-big, -big]), keepdims=False))
     magnitudes = magnitude("reduce_sum", np.array([[big, -big, big]]), (1,), keepdims=True)
     assert magnitudes.tolist() == [[math.inf]]
+    # An infinity beside finite values whose partial sums overflow: math.fsum raises there
+    # too (parity --all over (3, 4, 5) stopped with OverflowError).
+    for op in ("reduce_sum", "reduce_l1", "reduce_mean", "reduce_log_sum"):
+        assert exact(op, np.array([big, big, math.inf]), keepdims=False) == math.inf, op
+    assert exact("reduce_sum", np.array([-big, -big, -math.inf]), keepdims=False) == -math.inf
+    assert math.isnan(
+        exact("reduce_sum", np.array([big, big, math.inf, -math.inf]), keepdims=False)
+    )
 
 
 def test_error_bounds_of_sums_whose_magnitude_overflows_float64_are_finite() -> None:

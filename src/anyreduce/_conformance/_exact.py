@@ -108,12 +108,14 @@ _UNITS = 2**1074
 def _fsum(values: Sequence[float]) -> float:
     if any(math.isnan(v) for v in values) or (math.inf in values and -math.inf in values):
         return math.nan
+    infinite = [v for v in values if math.isinf(v)]
+    if infinite:  # fsum raises where finite values also overflow its partial sums
+        return infinite[0]
     try:
         return math.fsum(values)
     except OverflowError:
-        # A partial sum left float64's range (the values are finite: fsum sums infinities
-        # itself); the exact sum may be finite. Rounded once, by the division of two
-        # integers.
+        # A partial sum left float64's range; the exact sum may be finite. Rounded once,
+        # by the division of two integers.
         total = _units(values)
         try:
             return total / _UNITS
