@@ -87,6 +87,65 @@ def test_error_bounds_of_sums_whose_magnitude_overflows_float64_are_finite() -> 
     assert compare("ReduceLogSum", want.values.copy(), want).agrees
 
 
+def test_exact_takes_the_arrays_of_every_backend(xp: Any, backend: Any) -> None:
+    """A PyTorch tensor warned (NumPy's __array_wrap__ deprecation) and a list failed with
+    AttributeError: the oracle takes what parity takes."""
+    values = np.array([[1.0, 2.0], [3.0, -4.0]], np.float32)
+    data = make(xp, values, "float32")
+    assert exact("reduce_l1", data, 1).tolist() == [[3.0], [7.0]]
+    assert magnitude("reduce_sum", data, 0, keepdims=False).tolist() == [4.0, 6.0]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: exact("reduce_sum", [[1.0, 2.0]]), TypeError, "exact: data must be an array"),
+        (lambda: magnitude("reduce_sum", 3.0), TypeError, "magnitude: data must be an array"),
+        (
+            lambda: exact("reduce_sum", np.array([1j])),
+            TypeError,
+            "exact: dtype complex128 is not supported",
+        ),
+        (
+            lambda: exact("reduce_sum", np.ones(2), keepdims=2),
+            ValueError,
+            "exact: keepdims must be True, False, 1 or 0, got 2",
+        ),
+        (
+            lambda: magnitude("reduce_sum", np.ones(2), noop_with_empty_axes="no"),
+            ValueError,
+            "magnitude: noop_with_empty_axes must be True, False, 1 or 0",
+        ),
+        (lambda: exact("reduce_sum", np.ones((2, 2)), True), TypeError, "axes must be an int"),
+        (lambda: exact("reduce_sum", np.ones((2, 2)), 1.0), TypeError, "axes must be an int"),
+        (lambda: parity_sweep([], backends="numpy"), ValueError, "parity sweep: ops is empty"),
+        (
+            lambda: parity_sweep(["reduce_sum"], (), backends="numpy"),
+            ValueError,
+            "parity sweep: dtypes is empty",
+        ),
+    ],
+    ids=range(9).__iter__(),
+)
+def test_oracle_and_sweep_refuse_bad_arguments_in_one_line(
+    call: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=f"^{message}") as raised:
+        call()
+    assert "\n" not in str(raised.value)
+
+
+def test_parity_sweep_takes_one_name_as_a_list_of_one() -> None:
+    """``dtypes="float32"`` was split into letters ("dtype 'f' is not supported")."""
+    report = parity_sweep("reduce_max", "float32", "normal", backends="numpy")
+    assert report.ok
+    assert (report.ops, report.dtypes, report.distributions) == (
+        ("reduce_max",),
+        ("float32",),
+        ("normal",),
+    )
+
+
 def test_exact_follows_the_contract() -> None:
     assert exact("reduce_l2", np.array([300, 400], np.float16), keepdims=False) == 500.0
     wrapped = exact("reduce_sum", np.array([100, 100], np.int8), keepdims=False)

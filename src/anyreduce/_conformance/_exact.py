@@ -380,12 +380,45 @@ def exact(op: str, data: np.ndarray, axes: Sequence[int], keepdims: bool) -> Exa
     return result
 
 
+def _checked(
+    function: str, data: Any, keepdims: object, noop_with_empty_axes: object
+) -> np.ndarray:
+    """``data`` as a NumPy array of a dtype the oracle reduces, and the flags checked: a
+    one-line ``TypeError`` or ``ValueError`` naming ``function`` otherwise."""
+    from ._data import as_numpy
+
+    try:
+        array = as_numpy(data)
+    except TypeError as e:
+        msg = f"{function}: {e}"
+        raise TypeError(msg) from None
+    if array.dtype.kind not in "biuf" and dtype_name(array.dtype) != "bfloat16":
+        msg = (
+            f"{function}: dtype {array.dtype} is not supported; the oracle takes integer, "
+            "floating (bfloat16 included) and bool data"
+        )
+        raise TypeError(msg)
+    for label, flag in (("keepdims", keepdims), ("noop_with_empty_axes", noop_with_empty_axes)):
+        if not (isinstance(flag, (bool, np.bool_)) or (type(flag) is int and flag in (0, 1))):
+            msg = f"{function}: {label} must be True, False, 1 or 0, got {flag!r}"
+            raise ValueError(msg)
+    return array
+
+
 def _normalised(
     data: np.ndarray, axes: int | Sequence[int] | None, noop_with_empty_axes: bool
 ) -> tuple[int, ...]:
     """The sorted non-negative axes ``axes`` stands for under the contract (spec.md §2)."""
     ndim = data.ndim
-    listed = [] if axes is None else [axes] if isinstance(axes, int) else [int(a) for a in axes]
+    given: Any = [] if axes is None else [axes] if isinstance(axes, (int, np.integer)) else axes
+    if isinstance(given, np.ndarray) and given.ndim <= 1:
+        given = given.reshape(-1).tolist()
+    if not isinstance(given, (list, tuple, range)) or any(
+        isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) for a in given
+    ):
+        msg = f"axes must be an integer, a sequence of integers or None, got {axes!r}"
+        raise TypeError(msg)
+    listed = [int(a) for a in given]
     if not listed:
         return () if noop_with_empty_axes else tuple(range(ndim))
     if any(not -ndim <= a < ndim for a in listed) or len({a % ndim for a in listed}) < len(listed):
@@ -437,8 +470,9 @@ def reduce(
     >>> exact("ReduceL2", np.array([300, 400], np.float16))
     array([500.])
     """
+    data = _checked("exact", data, keepdims, noop_with_empty_axes)
     reduced = _normalised(data, axes, noop_with_empty_axes)
-    return exact(onnx_name(op), data, reduced, keepdims).values
+    return exact(onnx_name(op), data, reduced, bool(keepdims)).values
 
 
 def _magnitude_row(op: str, row: list[float]) -> float:
@@ -500,6 +534,7 @@ def magnitude(
     array(25.)
     """
     name = onnx_name(op)
+    data = _checked("magnitude", data, keepdims, noop_with_empty_axes)
     reduced = _normalised(data, axes, noop_with_empty_axes)
     kept = [i for i in range(data.ndim) if i not in reduced]
     outer = tuple(data.shape[i] for i in kept)

@@ -273,15 +273,37 @@ def _json_number(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
+def _listed(names: Sequence[str] | str | None, label: str) -> tuple[str, ...] | None:
+    """``names`` as a tuple (one name as a tuple of one, not of its letters); None for all;
+    ``ValueError`` when empty."""
+    if names is None:
+        return None
+    listed = (names,) if isinstance(names, str) else tuple(names)
+    if not listed:
+        msg = f"parity sweep: {label} is empty; give at least one, or None for all"
+        raise ValueError(msg)
+    return listed
+
+
 def plan(
     ops: Sequence[str] | None,
     dtypes: Sequence[str] | None,
     distributions: Sequence[str] | None,
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], list[tuple[str, str, str]]]:
-    """The sweep's ops, dtypes and distributions (checked; default all) and its cases."""
-    op_names = tuple(op_name(op) for op in ops) if ops else OP_NAMES
-    dtype_names = tuple(check_dtype(d) for d in dtypes) if dtypes else DTYPES
-    chosen = tuple(check_distribution(d) for d in distributions) if distributions else DISTRIBUTIONS
+    """The sweep's ops, dtypes and distributions (checked; default all) and its cases.
+
+    Each is None (all), one name, or a sequence of at least one name.
+    """
+    listed_ops = _listed(ops, "ops")
+    listed_dtypes = _listed(dtypes, "dtypes")
+    listed_distributions = _listed(distributions, "distributions")
+    op_names = OP_NAMES if listed_ops is None else tuple(op_name(op) for op in listed_ops)
+    dtype_names = DTYPES if listed_dtypes is None else tuple(check_dtype(d) for d in listed_dtypes)
+    chosen = (
+        DISTRIBUTIONS
+        if listed_distributions is None
+        else tuple(check_distribution(d) for d in listed_distributions)
+    )
     cases = [
         (op, dtype, distribution)
         for op in op_names
