@@ -94,6 +94,8 @@ def test_exact_takes_the_arrays_of_every_backend(xp: Any, backend: Any) -> None:
     data = make(xp, values, "float32")
     assert exact("reduce_l1", data, 1).tolist() == [[3.0], [7.0]]
     assert magnitude("reduce_sum", data, 0, keepdims=False).tolist() == [4.0, 6.0]
+    # A NumPy scalar (a full reduction's value) is the 0-D array of its value.
+    assert exact("reduce_sum", np.float32(-2.5)).tolist() == -2.5
 
 
 @pytest.mark.parametrize(

@@ -388,7 +388,8 @@ def _checked(
     from ._data import as_numpy
 
     try:
-        array = as_numpy(data)
+        # A NumPy scalar (a full reduction's value) as the 0-D array of its value.
+        array = np.asarray(data) if isinstance(data, np.generic) else as_numpy(data)
     except TypeError as e:
         msg = f"{function}: {e}"
         raise TypeError(msg) from None
