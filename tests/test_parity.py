@@ -120,11 +120,11 @@ def test_exact_takes_the_arrays_of_every_backend(xp: Any, backend: Any) -> None:
         ),
         (lambda: exact("reduce_sum", np.ones((2, 2)), True), TypeError, "axes must be an int"),
         (lambda: exact("reduce_sum", np.ones((2, 2)), 1.0), TypeError, "axes must be an int"),
-        (lambda: parity_sweep([], backends="numpy"), ValueError, "parity sweep: ops is empty"),
+        (lambda: parity_sweep([], backends="numpy"), ValueError, "parity sweep: ops: empty"),
         (
             lambda: parity_sweep(["reduce_sum"], (), backends="numpy"),
             ValueError,
-            "parity sweep: dtypes is empty",
+            "parity sweep: dtypes: empty",
         ),
     ],
     ids=range(9).__iter__(),

@@ -386,7 +386,7 @@ _KNOWN_OVER = {("torch", "bfloat16"): {"reduce_log_sum"}}
 @pytest.mark.parametrize("dtype", _EVERY_DTYPE)
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_every_operator_and_dtype_stays_within_a_tenth_of_the_input(
-    restore_threads: None, module: str, dtype: str, axes: int | None
+    two_threads: None, module: str, dtype: str, axes: int | None
 ) -> None:
     """Every operator on every dtype, (4096, 8192) on two threads, holds at most a tenth of
     the input's bytes at once: data an operator widens (float16 and bfloat16 in float64;
@@ -396,7 +396,6 @@ def test_every_operator_and_dtype_stays_within_a_tenth_of_the_input(
     significand and exponent; the products of these data leave the range, so it runs) in
     pieces."""
     pytest.importorskip(module)
-    anyreduce.set_num_threads(2)
     data, nbytes = _every_dtype_data(module, dtype)
     ops = [op for op in OPS if dtype != "bool" or op in {"reduce_max", "reduce_min"}]
     over = _over(module, data, nbytes, ops, axes, 0.1 * nbytes)
@@ -407,11 +406,10 @@ def test_every_operator_and_dtype_stays_within_a_tenth_of_the_input(
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_data_in_the_other_byte_order_stay_within_a_tenth_of_the_input(
-    restore_threads: None, dtype: str, axes: int | None
+    two_threads: None, dtype: str, axes: int | None
 ) -> None:
     """NumPy data in the other byte order, which the kernel brings into native order
     first, are brought a slab or a piece at a time (4096, 8192), on two threads."""
-    anyreduce.set_num_threads(2)
     data, nbytes = _every_dtype_data("numpy", dtype)
     data = data.astype(data.dtype.newbyteorder("S"))
     over = _over("numpy", data, nbytes, OPS, axes, 0.1 * nbytes)
@@ -698,14 +696,13 @@ def test_pieces_reuse_their_freed_temporaries(module: str) -> None:
 @pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_torch_unsigned_tensors_are_not_lifted_whole(
-    restore_threads: None, dtype: str, axes: int | None
+    two_threads: None, dtype: str, axes: int | None
 ) -> None:
     """PyTorch has few kernels for uint16, uint32 and uint64: the generic kernel lifts the
     tensor into a wider signed type (uint16 Sum 200% of the input, L2 1000%, uint64 Max
     300%). Large CPU tensors of them hold at most a tenth of the input's bytes at once,
     on two threads, as NumPy's arrays of the same data do."""
     torch = pytest.importorskip("torch")
-    anyreduce.set_num_threads(2)
     values = np.random.default_rng(9).integers(0, 1000, (4096, 8192)).astype(dtype)
     data = torch.from_numpy(values)
     over = _over("torch", data, values.nbytes, OPS, axes, 0.1 * values.nbytes)

@@ -108,12 +108,12 @@ _UNITS = 2**1074
 def _fsum(values: Sequence[float]) -> float:
     if any(math.isnan(v) for v in values) or (math.inf in values and -math.inf in values):
         return math.nan
-    infinite = [v for v in values if math.isinf(v)]
-    if infinite:  # fsum raises where finite values also overflow its partial sums
-        return infinite[0]
     try:
         return math.fsum(values)
     except OverflowError:
+        infinite = [v for v in values if math.isinf(v)]
+        if infinite:  # fsum raises where finite values also overflow its partial sums
+            return infinite[0]
         # A partial sum left float64's range; the exact sum may be finite. Rounded once,
         # by the division of two integers.
         total = _units(values)
@@ -252,19 +252,19 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float | Fraction]:
     n = len(row)
     if any(math.isnan(v) for v in row):
         return math.nan, 0.0
-    absolute = _magnitude(row)
     if op == "ReduceSum":
-        return _fsum(row), absolute
+        return _fsum(row), _magnitude(row)
     if op == "ReduceSumSquare":
         value = _fsum(_squares(row))
         return value, value
     if op == "ReduceL1":
+        absolute = _magnitude(row)
         return _as_float(absolute), absolute
     if op == "ReduceL2":
         value = math.hypot(*row)
         return value, value
     if op == "ReduceMean":
-        return (_exact_mean(row), absolute / n) if n else (math.nan, 0.0)
+        return (_exact_mean(row), _magnitude(row) / n) if n else (math.nan, 0.0)
     if op == "ReduceProd":
         value = _product(row)
         return value, abs(value)
@@ -273,7 +273,7 @@ def _float_row(op: str, row: list[float]) -> tuple[float, float | Fraction]:
     if op in ("ReduceMin", "ReduceLogicalAnd"):
         return min(row, default=math.inf), 0.0
     if op == "ReduceLogSum":
-        return _log_sum_row(row, absolute)
+        return _log_sum_row(row, _magnitude(row))
     value = _lse(row)
     top = max(row, default=0.0)
     return value, abs(top) + math.log(max(n, 1)) + 1 + (abs(value) if math.isfinite(value) else 0)
@@ -385,6 +385,7 @@ def _checked(
 ) -> np.ndarray:
     """``data`` as a NumPy array of a dtype the oracle reduces, and the flags checked: a
     one-line ``TypeError`` or ``ValueError`` naming ``function`` otherwise."""
+    from .._lib._axes import check_flag
     from ._data import as_numpy
 
     try:
@@ -399,10 +400,8 @@ def _checked(
             "floating (bfloat16 included) and bool data"
         )
         raise TypeError(msg)
-    for label, flag in (("keepdims", keepdims), ("noop_with_empty_axes", noop_with_empty_axes)):
-        if not (isinstance(flag, (bool, np.bool_)) or (type(flag) is int and flag in (0, 1))):
-            msg = f"{function}: {label} must be True, False, 1 or 0, got {flag!r}"
-            raise ValueError(msg)
+    check_flag(function, "keepdims", keepdims)
+    check_flag(function, "noop_with_empty_axes", noop_with_empty_axes)
     return array
 
 

@@ -68,18 +68,29 @@ def check_choices(
 ) -> tuple[str, ...] | None:
     """``names`` (one name, or a sequence of them) as a tuple, each one of ``valid``, at
     least one; None for all."""
-    if names is None:
+    listed = listed_names(names, label, valid)
+    if listed is None:
         return None
-    if isinstance(names, str):
-        names = [names]
-    unknown = [n for n in names if n not in valid]
+    unknown = [n for n in listed if n not in valid]
     if unknown:
         msg = f"{label}: unknown name {unknown[0]!r}; expected one of {', '.join(valid)}"
         raise ValueError(msg)
-    if not names:
-        msg = f"{label}: empty; give at least one of {', '.join(valid)}"
+    return listed
+
+
+def listed_names(
+    names: Sequence[str] | str | None, label: str, valid: Sequence[str] = ()
+) -> tuple[str, ...] | None:
+    """``names`` as a tuple (one name as a tuple of one, not of its letters); None for
+    all; ``ValueError`` when empty."""
+    if names is None:
+        return None
+    listed = (names,) if isinstance(names, str) else tuple(names)
+    if not listed:
+        hint = f" of {', '.join(valid)}" if valid else ", or None for all"
+        msg = f"{label}: empty; give at least one{hint}"
         raise ValueError(msg)
-    return tuple(names)
+    return listed
 
 
 def check_count(value: object, label: str) -> int:

@@ -23,6 +23,7 @@ from ._parity import (
     check_names,
     check_shape,
     describe_problem,
+    listed_names,
     op_name,
     parity,
 )
@@ -273,18 +274,6 @@ def _json_number(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
-def _listed(names: Sequence[str] | str | None, label: str) -> tuple[str, ...] | None:
-    """``names`` as a tuple (one name as a tuple of one, not of its letters); None for all;
-    ``ValueError`` when empty."""
-    if names is None:
-        return None
-    listed = (names,) if isinstance(names, str) else tuple(names)
-    if not listed:
-        msg = f"parity sweep: {label} is empty; give at least one, or None for all"
-        raise ValueError(msg)
-    return listed
-
-
 def plan(
     ops: Sequence[str] | None,
     dtypes: Sequence[str] | None,
@@ -294,9 +283,9 @@ def plan(
 
     Each is None (all), one name, or a sequence of at least one name.
     """
-    listed_ops = _listed(ops, "ops")
-    listed_dtypes = _listed(dtypes, "dtypes")
-    listed_distributions = _listed(distributions, "distributions")
+    listed_ops = listed_names(ops, "parity sweep: ops")
+    listed_dtypes = listed_names(dtypes, "parity sweep: dtypes")
+    listed_distributions = listed_names(distributions, "parity sweep: distributions")
     op_names = OP_NAMES if listed_ops is None else tuple(op_name(op) for op in listed_ops)
     dtype_names = DTYPES if listed_dtypes is None else tuple(check_dtype(d) for d in listed_dtypes)
     chosen = (

@@ -286,10 +286,10 @@ def _to_type(xp: Namespace, x: Array, dtype: Any) -> Array:
     (``float_to_int``). ONNX leaves those undefined, and the libraries disagree: JAX
     saturates, NumPy and PyTorch on x86 give the minimum or wrap (float32 300 as uint8 is
     44 there, 255 on JAX)."""
-    floating = _dtypes.dtype_name(xp, x.dtype) in FLOATS
-    if not floating or _dtypes.dtype_name(xp, dtype) not in SIGNED + UNSIGNED:
+    source = _dtypes.dtype_name(xp, x.dtype)
+    if source not in FLOATS or _dtypes.dtype_name(xp, dtype) not in SIGNED + UNSIGNED:
         return xp.astype(x, dtype)
-    if _dtypes.dtype_name(xp, x.dtype) not in ("float32", "float64"):
+    if source not in ("float32", "float64"):
         x = xp.astype(x, xp.float32)  # float16 and bfloat16 exactly
     return float_to_int(xp, x, dtype, dtype)
 
