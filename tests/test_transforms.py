@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -130,6 +132,68 @@ def test_jax_max_min_ties_follow_jax(jax64: Any, op: str) -> None:
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
 
 
+# Rows whose plain form leaves the range, beside an ordinary row, and the derivative of the
+# row's result with respect to each value (exact, from the values in float64): the careful
+# forms must be differentiated as the operator is, and the branch not taken must add
+# nothing (not NaN). Values are fractions of the dtype's largest and smallest normal
+# numbers; the small ones stay 1e3 above the smallest normal number, where no derivative
+# on the way is subnormal (XLA on the CPU flushes those: docs/accuracy.md).
+
+
+def _careful_rows(op: str, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    info = np.finfo(np_dtype(dtype))
+    top, low = float(info.max), float(info.smallest_normal)
+    ordinary = [0.5, 1.5, 2.0, 0.25]
+    if op == "reduce_l2":
+        rows = [
+            ordinary,
+            [0.75 * top, 0.5 * top, -0.25 * top, 1.0],
+            [3e6 * low, -2e6 * low, 1e3 * low, 0.0],
+        ]
+    elif op == "reduce_log_sum":
+        rows = [ordinary, [0.6 * top, 0.6 * top, 1.0, 3.0], [1e6 * low, 2e6 * low, 3e6 * low, low]]
+    else:  # Sum, Mean: partial sums overflow, the sum does not
+        rows = [ordinary, [0.75 * top, 0.75 * top, -0.75 * top, 1.0]]
+    x = np.array(rows, dtype=np_dtype(dtype))
+    wide = x.astype(np.float64)
+    if op == "reduce_l2":
+        want = [[v / math.hypot(*row) for v in row] for row in wide.tolist()]
+    elif op == "reduce_log_sum":
+        want = [[float(1 / sum(map(Fraction, row)))] * len(row) for row in wide.tolist()]
+    else:
+        want = np.full_like(wide, 1.0 if op == "reduce_sum" else 1 / wide.shape[1])
+    return x, np.array(want, dtype=np.float64)
+
+
+_CAREFUL_OPS = ("reduce_sum", "reduce_mean", "reduce_l2", "reduce_log_sum")
+
+
+def _assert_gradient(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
+    # A derivative below the smallest normal number may be flushed to zero (XLA on the CPU).
+    info = np.finfo(np_dtype(dtype))
+    np.testing.assert_allclose(
+        got.astype(np.float64), want, rtol=8 * float(info.eps), atol=float(info.smallest_normal)
+    )
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x64-off", "x64-on"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", _CAREFUL_OPS)
+def test_jax_gradients_of_slices_in_the_careful_form(op: str, dtype: str, x64: bool) -> None:
+    """The L2 of float32 [0.75, 0.5, -0.25] * max had the gradient 2.05, 0.53, -0.27
+    (not 0.80, 0.53, -0.27) without x64: the scale's derivative did not cancel. The LogSum
+    of a tiny row was NaN: the unused careful branch's logarithm of 0."""
+    jax = pytest.importorskip("jax")
+    if dtype == "float64" and not x64:
+        pytest.skip("float64 needs x64")
+    x, want = _careful_rows(op, dtype)
+    with jax.enable_x64(x64):
+        jnp = jax.numpy
+        grad = jax.grad(lambda a: jnp.sum(call(op, a, [1])))(jnp.asarray(x))
+        assert grad.dtype == x.dtype
+        _assert_gradient(np.asarray(grad), want, dtype)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_jax_generic_kernel_compiles_once_op_by_op(jax64: Any, op: str) -> None:
     """The generic kernel on concrete arrays (accelerators off) runs op by op: a second
@@ -207,6 +271,16 @@ def test_torch_log_sum_exp_gradient_is_softmax(torch: Any) -> None:
     x = torch.tensor([-inf, 0.0, 1.0, -inf], dtype=torch.float64, requires_grad=True)
     anyreduce.reduce_log_sum_exp(x).sum().backward()
     torch.testing.assert_close(x.grad, torch.softmax(x.detach(), 0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", _CAREFUL_OPS)
+def test_torch_gradients_of_slices_in_the_careful_form(torch: Any, op: str, dtype: str) -> None:
+    x, want = _careful_rows(op, dtype)
+    t = torch.from_numpy(x).requires_grad_()
+    call(op, t, [1]).sum().backward()
+    assert t.grad.dtype == t.dtype
+    _assert_gradient(t.grad.numpy(), want, dtype)
 
 
 # The gradient of each operator's no-op form (noop_with_empty_axes) at [[1, -2], [3, 4]]:

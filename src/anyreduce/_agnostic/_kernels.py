@@ -343,22 +343,29 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
 
 
 def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
-    """Per slice (keepdims): its largest magnitude m and the sum of (y / m) ** 2.
+    """Per slice (keepdims): a scale s, the power of two at or just below its largest
+    magnitude, and the sum of (y / s) ** 2.
 
     Scaled squares can neither overflow nor underflow; an all-zero, infinite or NaN slice
     keeps scale 1, and a slice whose maximum is subnormal takes the smallest normal
     number (XLA on the CPU reads subnormal numbers as zero in some steps and not in
-    others). The scale is applied as two divisions by its root: XLA rewrites x / m into
-    x * (1 / m), and 1 / m is subnormal, so flushed to zero, for m above 2**126 in float32.
+    others). A power of two scales exactly, and it is a step function of the data: its
+    derivative is 0, so the result's derivative is that of the L2 and does not rest on
+    two large terms cancelling (XLA flushed one of them to zero: the float32 L2 of
+    [0.75, 0.5, -0.25] * max had the gradient 2.05, 0.53, -0.27). The scale is applied as
+    two divisions by halves of its exponent: XLA rewrites x / s into x * (1 / s), and 1 / s
+    is subnormal, so flushed to zero, for s above 2**126 in float32.
     """
     m = xp.max(xp.abs(y), axis=axes, keepdims=True)
     smallest = float(xp.finfo(y.dtype).smallest_normal)
-    floored = xp.maximum(m, xp.full_like(m, smallest))
-    # An all-zero slice keeps scale 1: the derivatives of (y / m)**2 at 0 grow as 1 / m**2.
-    scale = xp.where((m == 0) | ~xp.isfinite(m), xp.ones_like(m), floored)
-    root_scale = xp.sqrt(scale)
-    z = (y / root_scale) / root_scale
-    return scale, rsum(xp, z * z, axes, True, y.dtype)
+    # An all-zero slice keeps scale 1: the derivatives of (y / s)**2 at 0 grow as 1 / s**2.
+    unscaled = (m == 0) | ~xp.isfinite(m)
+    floored = xp.where(unscaled, xp.ones_like(m), xp.maximum(m, xp.full_like(m, smallest)))
+    exponent = xp.floor(xp.log2(floored))
+    half = xp.floor(exponent / 2)
+    low, high = 2.0**half, 2.0 ** (exponent - half)
+    z = (y / low) / high
+    return low * high, rsum(xp, z * z, axes, True, y.dtype)
 
 
 def _merge_scaled(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
@@ -382,11 +389,13 @@ def _sum_finite_scaled(xp: Namespace, totals: Array, factors: Array, axes: Axes)
 
 
 def _scaled_root(ctx: Context, y: Array, axes: Axes) -> Array:
-    """L2 (keepdims) of each slice divided by its largest magnitude, then scaled back."""
+    """L2 (keepdims) of each slice divided by its scale, then scaled back (exactly: the
+    scale is a power of two, applied in two halves)."""
     xp = ctx.xp
     scale, total = ctx.parts(xp, y, axes, _scaled_squares, _merge_scaled, (1.0, 0.0), y.dtype)
-    root_scale = xp.sqrt(scale)
-    return (_root(xp, total) * root_scale) * root_scale
+    exponent = xp.round(xp.log2(scale))
+    half = xp.floor(exponent / 2)
+    return (_root(xp, total) * 2.0**half) * 2.0 ** (exponent - half)
 
 
 def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
@@ -577,6 +586,13 @@ def _log_sum(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         # A sum that overflowed on the way: the logarithm of the scaled sum, shifted back.
         def careful() -> Array:
             scaled = ctx.total(xp, scaled_down, x, axes, keepdims, acc)
+            # Taken only where the plain sum overflowed, so where |scaled| is far above
+            # the smallest normal number. Below it (the slices it is not taken for) the
+            # logarithm is of that number: its derivative 1 / scaled would be inf, and
+            # the chain rule's 0 * inf NaN, in the branch that is not taken.
+            smallest = float(xp.finfo(acc).smallest_normal)
+            low = xp.abs(scaled) < smallest
+            scaled = xp.where(low, xp.full_like(scaled, smallest), scaled)
             return xp.log(scaled) + _SCALE * math.log(2.0)
 
         logs = ctx.select(xp, non_finite(xp, total), careful, logs)
