@@ -64,6 +64,33 @@ def test_non_integer_axes(xp: Any, op: str, axes: Any, message: str) -> None:
         getattr(anyreduce, op)(data, axes)
 
 
+_NO_VALUES = r"axes must have known values \(they set the result's shape\), got a .* without them"
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0-D", "1-D"])
+def test_axes_traced_by_jax_are_refused_in_one_line(op: str, shape: tuple[int, ...]) -> None:
+    """Axes given as an argument of ``jax.jit`` (or mapped by ``jax.vmap``) have no
+    values; JAX's ConcretizationTypeError named neither the function nor the argument."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    data = jnp.ones((2, 3))
+    axes = jnp.ones(shape, dtype=jnp.int32)
+    f = getattr(anyreduce, op)
+    with pytest.raises(TypeError, match=rf"^{op}: {_NO_VALUES}; pass Python ints"):
+        jax.jit(f)(data, axes)
+    with pytest.raises(TypeError, match=rf"^{op}: {_NO_VALUES}"):
+        jax.vmap(lambda a: f(data, a))(jnp.zeros((2, *shape), dtype=jnp.int32))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_axes_on_the_meta_device_are_refused_in_one_line(op: str) -> None:
+    torch = pytest.importorskip("torch")
+    axes = torch.tensor([1], device="meta")
+    with pytest.raises(TypeError, match=rf"^{op}: {_NO_VALUES}"):
+        getattr(anyreduce, op)(torch.ones(2, 3), axes)
+
+
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("data", [[1.0, 2.0], 3.0, None, "abc", (1, 2)], ids=repr)
 def test_non_array_data(op: str, data: Any) -> None:

@@ -66,13 +66,28 @@ def _array_axis_values(op: str, axes: Any) -> list[int]:
         msg = f"{op}: axes must be integers, got an array of dtype {axes.dtype}"
         raise TypeError(msg)
     if axes.ndim == 0:
-        return [int(axes)]
+        return [_known_int(op, axes)]
     if axes.ndim == 1:
         # Axes decide the output shape, so they must be known on the host; this reads
         # metadata supplied by the caller, never the data being reduced.
-        return [int(axes[i]) for i in range(axes.shape[0])]
+        return [_known_int(op, axes[i]) for i in range(axes.shape[0])]
     msg = f"{op}: axes must be a 0-D or 1-D array, got shape {tuple(axes.shape)}"
     raise TypeError(msg)
+
+
+def _known_int(op: str, value: Any) -> int:
+    """An axis held in an array, as a Python int: a traced array (an argument of
+    ``jax.jit``) or one without values (PyTorch's meta device) has none to give, and its
+    library's own error would not say which argument it was."""
+    try:
+        return int(value)
+    except (TypeError, RuntimeError):  # JAX's ConcretizationTypeError; PyTorch's meta
+        kind = f"{type(value).__module__}.{type(value).__name__}"
+        msg = (
+            f"{op}: axes must have known values (they set the result's shape), got a "
+            f"{kind} without them; pass Python ints (static arguments under jax.jit)"
+        )
+        raise TypeError(msg) from None
 
 
 def _one_axis(op: str, axis: object) -> int:
