@@ -57,6 +57,21 @@ EXACT_CASES = [
     ("reduce_l2", "float32", [1e-30, 1e-30], math.sqrt(2) * 1e-30),
     ("reduce_l2", "float64", [1e200, 1e200], math.sqrt(2) * 1e200),
     ("reduce_l2", "float64", [1e-200, 1e-200], math.sqrt(2) * 1e-200),
+    # The largest float: its scale, a power of two, is 2**127 (2**1023), not the 2**128
+    # (2**1024) that log2 of it rounds to.
+    (
+        "reduce_l2",
+        "float32",
+        [float(np.finfo(np.float32).max), 1.0],
+        float(np.finfo(np.float32).max),
+    ),
+    (
+        "reduce_l2",
+        "float64",
+        [1.7976931348623157e308, 0.5, 2.2250738585072014e-308],
+        1.7976931348623157e308,
+    ),
+    ("reduce_l2", "float64", [1.7976931348623157e308] * 2, math.inf),
 ]
 
 

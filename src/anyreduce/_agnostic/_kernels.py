@@ -357,11 +357,14 @@ def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
     is subnormal, so flushed to zero, for s above 2**126 in float32.
     """
     m = xp.max(xp.abs(y), axis=axes, keepdims=True)
-    smallest = float(xp.finfo(y.dtype).smallest_normal)
+    info = xp.finfo(y.dtype)
     # An all-zero slice keeps scale 1: the derivatives of (y / s)**2 at 0 grow as 1 / s**2.
     unscaled = (m == 0) | ~xp.isfinite(m)
-    floored = xp.where(unscaled, xp.ones_like(m), xp.maximum(m, xp.full_like(m, smallest)))
-    exponent = xp.floor(xp.log2(floored))
+    smallest = xp.full_like(m, float(info.smallest_normal))
+    floored = xp.where(unscaled, xp.ones_like(m), xp.maximum(m, smallest))
+    # log2 of the largest numbers rounds up to the first power of two beyond the range.
+    top = float(math.frexp(float(info.max))[1] - 1)
+    exponent = xp.minimum(xp.floor(xp.log2(floored)), xp.full_like(m, top))
     half = xp.floor(exponent / 2)
     low, high = 2.0**half, 2.0 ** (exponent - half)
     z = (y / low) / high
