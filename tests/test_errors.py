@@ -145,6 +145,19 @@ def test_bad_flags(xp: Any, op: str, flag: str, value: Any) -> None:
         getattr(anyreduce, op)(data, [0], **{flag: value})
 
 
+@pytest.mark.parametrize("flag", ["keepdims", "noop_with_empty_axes"])
+def test_flags_without_values_are_refused_in_one_line(flag: str) -> None:
+    """A flag on PyTorch's meta device raised torch's RuntimeError; one traced by
+    ``jax.jit`` gets the same message."""
+    torch = pytest.importorskip("torch")
+    data = np.ones((2, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match=rf"^reduce_sum: {flag} must be True, False, 1 or 0"):
+        anyreduce.reduce_sum(data, [0], **{flag: torch.tensor(True, device="meta")})
+    jax = pytest.importorskip("jax")
+    with pytest.raises(ValueError, match=rf"^reduce_sum: {flag} must be True, False, 1 or 0"):
+        jax.jit(lambda v: anyreduce.reduce_sum(data, [0], **{flag: v}))(True)
+
+
 @pytest.mark.parametrize("flag_value", [True, False, 0, 1, np.bool_(True), np.int64(0)])
 def test_good_flags(xp: Any, flag_value: Any) -> None:
     data = make(xp, np.ones((2, 3)), "float32")

@@ -33,7 +33,7 @@ def check_flag(op: str, name: str, value: object) -> bool:
         return bool(value)
     try:
         index = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
+    except (TypeError, RuntimeError):  # not an integer; a traced or meta-device array
         index = None
     if index in (0, 1):
         return bool(index)
