@@ -4,6 +4,7 @@ too narrow or too wide, and arrays whose meaning a reduction would drop (issues 
 from __future__ import annotations
 
 import importlib
+import math
 from typing import Any
 
 import numpy as np
@@ -246,12 +247,26 @@ def test_dask_arrays_of_numpy_and_torch_chunks(op: str, dtype: str) -> None:
 
 
 def test_dask_arrays_of_unknown_chunk_sizes() -> None:
+    """After boolean indexing (``x[mask]``) the rows' number is unknown: a reduction over
+    the other axes gives a result with as many rows, unknown too, as Dask's own ``sum``
+    does (these were refused); one over the rows is refused, naming the axis."""
     da = pytest.importorskip("dask.array")
-    host = da.from_array(np.arange(12.0).reshape(3, 4), chunks=2)
-    data = host[host[:, 0] > 3]
+    host = da.from_array(np.arange(24.0).reshape(6, 4), chunks=(2, 3))
+    mask = da.from_array(np.array([True, False, False, True, True, True]), chunks=2)
+    data, known = host[mask], host[mask].compute_chunk_sizes()
+    assert math.isnan(data.shape[0])
     for op in OPS:
-        with pytest.raises(ValueError, match=rf"^{op}: data has axes of unknown length"):
-            getattr(anyreduce, op)(data, [1])
+        for keepdims in (True, False):
+            result = getattr(anyreduce, op)(data, [1], keepdims=keepdims)
+            assert math.isnan(result.shape[0])
+            want = getattr(anyreduce, op)(known, [1], keepdims=keepdims).compute()
+            np.testing.assert_array_equal(result.compute(), want)
+        for axes in ([0], None):
+            message = (
+                rf"^{op}: axis 0 of data has unknown length and is reduced \(shape \(nan, 4\)\)"
+            )
+            with pytest.raises(ValueError, match=message):
+                getattr(anyreduce, op)(data, axes)
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta:UserWarning")

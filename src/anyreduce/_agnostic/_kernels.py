@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .._lib import _dtypes
-from .._lib._axes import reduced_shape
 from .._lib._memo import library_key, memo
 
 __all__ = [
@@ -143,9 +142,9 @@ _SCALE = 64
 # --- primitives --------------------------------------------------------------------------
 
 
-def _keep(xp: Namespace, r: Array, shape: tuple[int, ...], axes: Axes, keepdims: bool) -> Array:
+def _keep(xp: Namespace, r: Array, axes: Axes, keepdims: bool) -> Array:
     """A keepdims=True partial result ``r`` in the output's shape."""
-    return r if keepdims else xp.reshape(r, reduced_shape(shape, axes, False))
+    return r if keepdims or not axes else xp.squeeze(r, axis=axes)
 
 
 def _cast(xp: Namespace, r: Array, dtype: Any) -> Array:
@@ -403,7 +402,6 @@ def _scaled_root(ctx: Context, y: Array, axes: Axes) -> Array:
 
 def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
-    shape = tuple(x.shape)
     if _dtypes.is_integer(xp, ctx.dtype):
         wide = _dtypes.widest_float(xp)
         y = to_float(xp, x, ctx.dtype, wide)
@@ -445,7 +443,7 @@ def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     # Where no total is 0, ``vanished`` is all false and stands for the test's result.
     suspect = xp.where(vanished, ctx.select(xp, vanished, nonzero, vanished), suspect)
     root = ctx.select(xp, suspect, careful, _root(xp, total))
-    return _cast(xp, _keep(xp, root, shape, axes, keepdims), ctx.dtype)
+    return _cast(xp, _keep(xp, root, axes, keepdims), ctx.dtype)
 
 
 def _prod(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
@@ -467,7 +465,7 @@ def _prod(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     def holds_no_zero() -> Array:
         wide = _dtypes.widest_float(xp)
         (count,) = ctx.parts(xp, x, axes, _zero_count, _add_parts, (0.0,), wide)
-        return _keep(xp, count, tuple(x.shape), axes, keepdims) == 0
+        return _keep(xp, count, axes, keepdims) == 0
 
     # Where no product is 0, ``vanished`` is all false and stands for the test's result.
     suspect = non_finite(xp, plain) | ctx.select(xp, vanished, holds_no_zero, vanished)
@@ -504,7 +502,7 @@ def _careful_product(
         magnitude = xp.where(undefined, xp.full_like(magnitude, math.nan), magnitude)
         odd = xp.remainder(negatives, 2.0) == 1
         result = xp.where(odd, -magnitude, magnitude)
-        return xp.astype(_keep(xp, result, tuple(x.shape), axes, keepdims), acc)
+        return xp.astype(_keep(xp, result, axes, keepdims), acc)
 
     return careful
 
@@ -611,7 +609,7 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         r = _copy(xp, y)
     else:
         shift, total = ctx.parts(xp, y, axes, _shifted_exps, _merge_shifted, (0.0, 0.0), wide)
-        r = _keep(xp, _log(xp, total) + shift, tuple(x.shape), axes, keepdims)
+        r = _keep(xp, _log(xp, total) + shift, axes, keepdims)
     return float_to_int(xp, r, ctx.dtype, x.dtype) if integer else _cast(xp, r, ctx.dtype)
 
 
@@ -676,7 +674,7 @@ def _int_mean(x: Array, axes: Axes, keepdims: bool, ctx: Context, n: Any) -> Arr
         carry = value - digit * n
         quotient = quotient * (1 << limb) + digit
     result = _trunc_div(xp, quotient, carry != 0) if signed else quotient
-    return xp.astype(_keep(xp, result, tuple(x.shape), axes, keepdims), x.dtype)
+    return xp.astype(_keep(xp, result, axes, keepdims), x.dtype)
 
 
 def _limb_sums(

@@ -295,7 +295,7 @@ def log_sum_exp_in_place(
             del terms
         else:
             total = sum_exps(y, shift)
-        result = _keep(sx, _log(sx, total) + shift, tuple(x.shape), axes, keepdims)
+        result = _keep(sx, _log(sx, total) + shift, axes, keepdims)
         return profile.lower(xp, result, dtype)
 
 

@@ -74,15 +74,21 @@ OPS: dict[str, Op] = {
 }
 
 
+def _unknown(n: Any) -> bool:
+    return n is None or (isinstance(n, float) and math.isnan(n))
+
+
 def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array:
     """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out."""
     shape = x.shape
     # The test for a float (NaN) length runs in C: a generator costs 1 us a call.
-    if None in shape or (float in map(type, shape) and any(math.isnan(n) for n in shape)):
-        # Dask after boolean indexing: the mean's count and the output's shape are unknown.
+    if (None in shape or float in map(type, shape)) and any(_unknown(shape[a]) for a in axes):
+        # Dask after boolean indexing: a reduced axis of unknown length leaves the mean's
+        # count unknown. Unknown lengths of the other axes pass to the result, as in Dask.
+        axis = next(a for a in axes if _unknown(shape[a]))
         msg = (
-            f"{op.name}: data has axes of unknown length (shape {tuple(x.shape)}); "
-            "for a Dask array call data.compute_chunk_sizes() first"
+            f"{op.name}: axis {axis} of data has unknown length and is reduced (shape "
+            f"{tuple(x.shape)}); for a Dask array call data.compute_chunk_sizes() first"
         )
         raise ValueError(msg)
     if 0 in x.shape:
