@@ -118,8 +118,24 @@ def test_exact_takes_the_arrays_of_every_backend(xp: Any, backend: Any) -> None:
             ValueError,
             "magnitude: noop_with_empty_axes must be True, False, 1 or 0",
         ),
-        (lambda: exact("reduce_sum", np.ones((2, 2)), True), TypeError, "axes must be an int"),
-        (lambda: exact("reduce_sum", np.ones((2, 2)), 1.0), TypeError, "axes must be an int"),
+        (lambda: exact("reduce_sum", np.ones((2, 2)), True), TypeError, "exact: axes must be an"),
+        (lambda: exact("reduce_sum", np.ones((2, 2)), 1.0), TypeError, "exact: axes must be an"),
+        (
+            lambda: magnitude("reduce_sum", np.ones((2, 2)), [2]),
+            ValueError,
+            r"magnitude: axes \[2\] are not distinct axes of a rank-2 array",
+        ),
+        (lambda: exact("reduce_foo", np.ones(2)), ValueError, "exact: unknown reduction"),
+        (
+            lambda: exact("reduce_sum", np.array([True])),
+            TypeError,
+            "exact: ReduceSum takes no bool data; ReduceMax and ReduceMin do",
+        ),
+        (
+            lambda: magnitude("reduce_l2", np.array([True])),
+            TypeError,
+            "magnitude: ReduceL2 takes no bool data",
+        ),
         (lambda: parity_sweep([], backends="numpy"), ValueError, "parity sweep: ops: empty"),
         (
             lambda: parity_sweep(["reduce_sum"], (), backends="numpy"),
@@ -127,7 +143,7 @@ def test_exact_takes_the_arrays_of_every_backend(xp: Any, backend: Any) -> None:
             "parity sweep: dtypes: empty",
         ),
     ],
-    ids=range(9).__iter__(),
+    ids=range(13).__iter__(),
 )
 def test_oracle_and_sweep_refuse_bad_arguments_in_one_line(
     call: Any, error: type[Exception], message: str

@@ -381,13 +381,24 @@ def exact(op: str, data: np.ndarray, axes: Sequence[int], keepdims: bool) -> Exa
 
 
 def _checked(
-    function: str, data: Any, keepdims: object, noop_with_empty_axes: object
-) -> np.ndarray:
-    """``data`` as a NumPy array of a dtype the oracle reduces, and the flags checked: a
-    one-line ``TypeError`` or ``ValueError`` naming ``function`` otherwise."""
+    function: str,
+    op: str,
+    data: Any,
+    axes: int | Sequence[int] | None,
+    keepdims: object,
+    noop_with_empty_axes: object,
+) -> tuple[str, np.ndarray, tuple[int, ...]]:
+    """The ONNX name of ``op``, ``data`` as a NumPy array of a dtype the oracle reduces
+    (bool for Max and Min only) and the axes it stands for, the flags checked: a one-line
+    ``TypeError`` or ``ValueError`` naming ``function`` otherwise."""
     from .._lib._axes import check_flag
     from ._data import as_numpy
 
+    try:
+        name = onnx_name(op)
+    except ValueError as e:
+        msg = f"{function}: {e}"
+        raise ValueError(msg) from None
     try:
         # A NumPy scalar (a full reduction's value) as the 0-D array of its value.
         array = np.asarray(data) if isinstance(data, np.generic) else as_numpy(data)
@@ -400,9 +411,17 @@ def _checked(
             "floating (bfloat16 included) and bool data"
         )
         raise TypeError(msg)
+    if array.dtype.kind == "b" and name not in {"ReduceMax", "ReduceMin"}:
+        msg = f"{function}: {name} takes no bool data; ReduceMax and ReduceMin do"
+        raise TypeError(msg)
     check_flag(function, "keepdims", keepdims)
-    check_flag(function, "noop_with_empty_axes", noop_with_empty_axes)
-    return array
+    noop = check_flag(function, "noop_with_empty_axes", noop_with_empty_axes)
+    try:
+        reduced = _normalised(array, axes, noop)
+    except (TypeError, ValueError) as e:
+        msg = f"{function}: {e}"
+        raise type(e)(msg) from None
+    return name, array, reduced
 
 
 def _normalised(
@@ -470,9 +489,8 @@ def reduce(
     >>> exact("ReduceL2", np.array([300, 400], np.float16))
     array([500.])
     """
-    data = _checked("exact", data, keepdims, noop_with_empty_axes)
-    reduced = _normalised(data, axes, noop_with_empty_axes)
-    return exact(onnx_name(op), data, reduced, bool(keepdims)).values
+    name, data, reduced = _checked("exact", op, data, axes, keepdims, noop_with_empty_axes)
+    return exact(name, data, reduced, bool(keepdims)).values
 
 
 def _magnitude_row(op: str, row: list[float]) -> float:
@@ -533,9 +551,7 @@ def magnitude(
     >>> magnitude("reduce_l2", np.array([3.0, 4.0]), keepdims=False)
     array(25.)
     """
-    name = onnx_name(op)
-    data = _checked("magnitude", data, keepdims, noop_with_empty_axes)
-    reduced = _normalised(data, axes, noop_with_empty_axes)
+    name, data, reduced = _checked("magnitude", op, data, axes, keepdims, noop_with_empty_axes)
     kept = [i for i in range(data.ndim) if i not in reduced]
     outer = tuple(data.shape[i] for i in kept)
     count = math.prod(data.shape[i] for i in reduced)
