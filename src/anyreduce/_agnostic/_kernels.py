@@ -138,6 +138,9 @@ Kernel = Callable[[Array, Axes, bool, Context], Array]
 # (torch 2.13), which ``torch.cond`` refuses among its branches' inputs; ints stay constants.
 _SCALE = 64
 
+#: The scaled L2's values lie near 2**_MARGIN or 2**-_MARGIN (:func:`_scaled_squares`).
+_MARGIN = 32
+
 
 # --- primitives --------------------------------------------------------------------------
 
@@ -342,28 +345,36 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
 
 
 def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
-    """Per slice (keepdims): a scale s, the power of two at or just below its largest
-    magnitude, and the sum of (y / s) ** 2.
+    """Per slice (keepdims): a scale s, a power of two, and the sum of (y / s) ** 2.
 
-    Scaled squares can neither overflow nor underflow; an all-zero, infinite or NaN slice
-    keeps scale 1, and a slice whose maximum is subnormal takes the smallest normal
-    number (XLA on the CPU reads subnormal numbers as zero in some steps and not in
-    others). A power of two scales exactly, and it is a step function of the data: its
-    derivative is 0, so the result's derivative is that of the L2 and does not rest on
-    two large terms cancelling (XLA flushed one of them to zero: the float32 L2 of
+    s is 2**32 below the slice's largest magnitude m where m >= 1, and 2**32 above it
+    where m < 1. The squares of scaled values up to 2**33 add up without overflow (up to
+    2**62 of them); a square that underflows is of a value below 2**-31 times the largest
+    (float32), whose weight in the sum, 2**-62 at most, is far below its rounding. And
+    the derivatives on the way (dy / s forward, s * z / L2 backward) stay normal where
+    the data's are, so that XLA, which flushes subnormal numbers to zero, keeps them.
+
+    An all-zero, infinite or NaN slice takes m = 1, and a slice whose maximum is
+    subnormal the smallest normal number (XLA on the CPU reads subnormal numbers as zero
+    in some steps and not in others).
+
+    A power of two scales exactly, and it is a step function of the data: its derivative
+    is 0, so the result's derivative is that of the L2 and does not rest on two large
+    terms cancelling (XLA flushed one of them to zero: the float32 L2 of
     [0.75, 0.5, -0.25] * max had the gradient 2.05, 0.53, -0.27). The scale is applied as
     two divisions by halves of its exponent: XLA rewrites x / s into x * (1 / s), and 1 / s
     is subnormal, so flushed to zero, for s above 2**126 in float32.
     """
     m = xp.max(xp.abs(y), axis=axes, keepdims=True)
     info = xp.finfo(y.dtype)
-    # An all-zero slice keeps scale 1: the derivatives of (y / s)**2 at 0 grow as 1 / s**2.
+    # An all-zero slice keeps m = 1: its derivatives are masked in the root.
     unscaled = (m == 0) | ~xp.isfinite(m)
     smallest = xp.full_like(m, float(info.smallest_normal))
     floored = xp.where(unscaled, xp.ones_like(m), xp.maximum(m, smallest))
     # log2 of the largest numbers rounds up to the first power of two beyond the range.
     top = float(math.frexp(float(info.max))[1] - 1)
     exponent = xp.minimum(xp.floor(xp.log2(floored)), xp.full_like(m, top))
+    exponent = xp.where(exponent >= 0, exponent - _MARGIN, exponent + _MARGIN)
     half = xp.floor(exponent / 2)
     low, high = 2.0**half, 2.0 ** (exponent - half)
     z = (y / low) / high
