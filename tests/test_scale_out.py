@@ -181,9 +181,14 @@ def test_unknown_chunk_sizes_are_an_error_that_says_what_to_do(
     data = da.from_array(values, chunks=5)
     masked = data[data > 3.5] if not op.startswith("reduce_logical") else (data > 3.5)[data > 1]
     assert math.isnan(masked.shape[0])
+    # The profiles name their operators as ONNX and OpenVINO do, with the version.
+    camel = "".join(word.capitalize() for word in op.split("_"))
+    label = op if layer == "anyreduce" else rf"{camel}-\d+"
     with (
         nothing_computed(),
-        pytest.raises(ValueError, match=r"unknown length.*compute_chunk_sizes"),
+        pytest.raises(
+            ValueError, match=rf"^{label}: axis 0 of data has unknown length.*chunk_sizes"
+        ),
     ):
         function(masked, [0], **keywords)
 

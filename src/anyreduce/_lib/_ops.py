@@ -78,8 +78,11 @@ def _unknown(n: Any) -> bool:
     return n is None or (isinstance(n, float) and math.isnan(n))
 
 
-def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array:
-    """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out."""
+def run(
+    op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, label: str | None = None
+) -> Array:
+    """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out.
+    Errors start with ``label`` (default: the operator's name, ``"reduce_sum"``)."""
     shape = x.shape
     # The test for a float (NaN) length runs in C: a generator costs 1 us a call.
     if (None in shape or float in map(type, shape)) and any(_unknown(shape[a]) for a in axes):
@@ -87,7 +90,7 @@ def run(op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace) -> Array
         # count unknown. Unknown lengths of the other axes pass to the result, as in Dask.
         axis = next(a for a in axes if _unknown(shape[a]))
         msg = (
-            f"{op.name}: axis {axis} of data has unknown length and is reduced (shape "
+            f"{label or op.name}: axis {axis} of data has unknown length and is reduced (shape "
             f"{tuple(x.shape)}); for a Dask array call data.compute_chunk_sizes() first"
         )
         raise ValueError(msg)

@@ -75,7 +75,7 @@ def reduce(
         noop_with_empty_axes=noop,
         allow_negative=version.negative_axes,
     )
-    return run(OPS[name], data, normal, keep, xp=xp)
+    return run(OPS[name], data, normal, keep, xp=xp, label=label)
 
 
 def _first_noop(op: str) -> int:

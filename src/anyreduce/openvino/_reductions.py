@@ -100,7 +100,7 @@ def _reduce(name: str, data: Array, axes: AxesLike, keep_dims: object) -> Array:
         allow_negative=True,
         empty_means_all=False,
     )
-    return run(OPS[operator.kernel], data, normal, keep, xp=xp)
+    return run(OPS[operator.kernel], data, normal, keep, xp=xp, label=label)
 
 
 def reduce_l1(data: Array, axes: AxesLike, *, keep_dims: bool = False) -> Array:
