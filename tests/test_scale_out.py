@@ -254,6 +254,33 @@ def test_values_across_chunk_boundaries(op: str, dtype: str, chunking: str) -> N
         assert_result(result, dxp, dtype, expected.shape, expected, like=data)
 
 
+_M = float(np.finfo(np.float64).max)
+# Rows whose result overflows (the contract's inf), or whose careful form is taken.
+_OVERFLOWING = {
+    "reduce_sum": [_M, _M, 1.0, 0.0],
+    "reduce_l2": [_M, _M, 1.0, 0.0],
+    "reduce_prod": [1e200, 1e200, 1e200, 2.0],
+    "reduce_sum_square": [1e200, 1e200, 0.0, 1.0],
+    "reduce_mean": [_M, _M, _M, _M],
+    "reduce_log_sum_exp": [_M, _M, 1.0, 0.0],
+    "reduce_l1": [_M, -_M, 1.0, 0.0],
+    "reduce_log_sum": [_M, _M, 1.0, 0.0],
+}
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("chunks", [(1, 2), (2, 4)], ids=["chunked", "whole"])
+@pytest.mark.parametrize("op", sorted(_OVERFLOWING))
+def test_results_that_overflow_compute_without_warnings(op: str, chunks: tuple[int, int]) -> None:
+    """Dask computes later, outside anyreduce: NumPy's overflow warnings about the values
+    the contract asks for reached the caller then (Sum, L2 and Prod of float64 data near
+    the largest number; the careful forms scaled back with ``*``)."""
+    values = np.array([_OVERFLOWING[op], [1.0, 2.0, 3.0, 4.0]])
+    result = getattr(anyreduce, op)(dxp.asarray(da.from_array(values, chunks=chunks)), [1])
+    want = getattr(anyreduce, op)(values, [1])
+    np.testing.assert_array_equal(np.asarray(result.compute()), want)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_zero_size_array_stays_lazy(op: str) -> None:
     values = np.ones((4, 0, 3), dtype=np.float32)

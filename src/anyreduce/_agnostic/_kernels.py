@@ -281,7 +281,7 @@ def _linear_total(
         return total
 
     def careful() -> Array:
-        return finish(ctx.total(xp, scaled_down, x, axes, keepdims, acc)) * 2.0**_SCALE
+        return xp.multiply(finish(ctx.total(xp, scaled_down, x, axes, keepdims, acc)), 2.0**_SCALE)
 
     return ctx.select(xp, non_finite(xp, total), careful, total)
 
@@ -397,7 +397,7 @@ def _merge_scaled(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[
 
 def _sum_finite_scaled(xp: Namespace, totals: Array, factors: Array, axes: Axes) -> Array:
     # An infinite part total stays infinite even where its factor underflows to 0.
-    scaled = xp.where(xp.isinf(totals), totals, totals * factors)
+    scaled = xp.where(xp.isinf(totals), totals, xp.multiply(totals, factors))
     return rsum(xp, scaled, axes, True, totals.dtype)
 
 
@@ -408,7 +408,7 @@ def _scaled_root(ctx: Context, y: Array, axes: Axes) -> Array:
     scale, total = ctx.parts(xp, y, axes, _scaled_squares, _merge_scaled, (1.0, 0.0), y.dtype)
     exponent = xp.round(xp.log2(scale))
     half = xp.floor(exponent / 2)
-    return (_root(xp, total) * 2.0**half) * 2.0 ** (exponent - half)
+    return xp.multiply(_root(xp, total) * 2.0**half, 2.0 ** (exponent - half))
 
 
 def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
@@ -506,7 +506,7 @@ def _careful_product(
         whole = xp.round(logs)
         k = whole + exponents
         half = xp.floor(k / 2)
-        magnitude = (2.0 ** (logs - whole)) * (2.0**half) * (2.0 ** (k - half))
+        magnitude = xp.multiply((2.0 ** (logs - whole)) * (2.0**half), 2.0 ** (k - half))
         magnitude = xp.where(infinities > 0, xp.full_like(magnitude, math.inf), magnitude)
         magnitude = xp.where(zeros > 0, xp.zeros_like(magnitude), magnitude)
         undefined = (nans > 0) | ((zeros > 0) & (infinities > 0))
