@@ -85,15 +85,17 @@ def run(
     Errors start with ``label`` (default: the operator's name, ``"reduce_sum"``)."""
     shape = x.shape
     # The test for a float (NaN) length runs in C: a generator costs 1 us a call.
-    if (None in shape or float in map(type, shape)) and any(_unknown(shape[a]) for a in axes):
+    if None in shape or float in map(type, shape):
         # Dask after boolean indexing: a reduced axis of unknown length leaves the mean's
         # count unknown. Unknown lengths of the other axes pass to the result, as in Dask.
-        axis = next(a for a in axes if _unknown(shape[a]))
-        msg = (
-            f"{label or op.name}: axis {axis} of data has unknown length and is reduced (shape "
-            f"{tuple(x.shape)}); for a Dask array call data.compute_chunk_sizes() first"
-        )
-        raise ValueError(msg)
+        unknown = [a for a in axes if _unknown(shape[a])]
+        if unknown:
+            msg = (
+                f"{label or op.name}: axis {unknown[0]} of data has unknown length and is "
+                f"reduced (shape {tuple(x.shape)}); for a Dask array call "
+                "data.compute_chunk_sizes() first"
+            )
+            raise ValueError(msg)
     if 0 in x.shape:
         return _over_empty(op, x, axes, keepdims, xp)
     return _backends.reduce(op.name, x, axes, keepdims, xp)
