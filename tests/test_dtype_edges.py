@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -185,7 +186,8 @@ def test_a_plain_array_after_a_masked_one_still_runs() -> None:
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_matrix_is_refused() -> None:
     data = np.matrix([[1.0, 2.0], [3.0, 4.0]])
-    with pytest.raises(TypeError, match=r"^reduce_sum: data must be an array .*got matrix"):
+    message = r"^reduce_sum: data of type matrix, a NumPy array subclass, .*np\.asarray\(data\)"
+    with pytest.raises(TypeError, match=message):
         anyreduce.reduce_sum(data, [1])
 
 
@@ -283,6 +285,20 @@ def test_sparse_and_nested_tensors_are_refused(op: str) -> None:
         getattr(anyreduce, op)(nested, [1])
     # The dense tensor still runs after its sparse and nested kin.
     assert getattr(anyreduce, op)(dense, [1]).layout == torch.strided
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of MaskedTensors:UserWarning")
+@pytest.mark.parametrize("op", OPS)
+def test_masked_tensors_are_refused(op: str) -> None:
+    # Its mask would be ignored, or half kept by torch's masked reductions: refused as
+    # NumPy's masked arrays are, before any of torch's errors or warnings.
+    torch = pytest.importorskip("torch")
+    data = torch.tensor([[1.0, 5.0], [3.0, 2.0]])
+    masked = torch.masked.masked_tensor(data, torch.tensor([[True, False], [True, True]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TypeError, match=rf"^{op}: data is a MaskedTensor, whose mask .*"):
+            getattr(anyreduce, op)(masked, [1])
 
 
 # --- non-native byte order -------------------------------------------------------------------

@@ -64,6 +64,19 @@ def recognises(xp: Namespace) -> bool:
     return named(xp, "numpy")
 
 
+def namespace_of(data: object) -> Namespace | None:
+    """array-api-compat's NumPy namespace for an ndarray of any subclass or a NumPy scalar,
+    so that :func:`refuses` says why one is refused (array-api-compat does not take
+    ``np.matrix`` for an array at all)."""
+    import numpy as np
+
+    if not isinstance(data, (np.ndarray, np.generic)):
+        return None
+    from array_api_compat import numpy as xp
+
+    return xp
+
+
 def _ufunc_reduction(ufunc: Any, *, as_bool: bool = False) -> Callable[..., Array]:
     """``np.sum``, ``np.max``, ``np.any``, ... as the ufunc reduction they call, without
     their Python wrappers: the same loop, and 3-4 us less a call (numpy 2.4; a small
@@ -1374,6 +1387,7 @@ INTEGER_MEAN_IN_PIECES = Accelerator(
 PROFILE = Profile(
     name="numpy",
     recognises=recognises,
+    namespace_of=namespace_of,
     shim=_shim,
     lift=_lift,
     lower=_lower,

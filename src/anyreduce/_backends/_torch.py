@@ -97,7 +97,7 @@ def _lift(x: Array) -> Array:
 
 
 def _refuses(x: Array) -> str | None:
-    # Nested and sparse tensors: their reductions are not those of the dense array.
+    # Nested, sparse and masked tensors: their reductions are not those of the dense array.
     import torch
 
     if x.is_nested:
@@ -107,6 +107,13 @@ def _refuses(x: Array) -> str | None:
         )
     if x.layout != torch.strided:
         return f"data is a tensor of layout {x.layout}; pass data.to_dense()"
+    if isinstance(x, torch.masked.MaskedTensor):
+        # torch's own reductions of one honour the mask in some operators and fail in
+        # others (torch 2.13); ours would take the masked positions' values.
+        return (
+            "data is a MaskedTensor, whose mask anyreduce would ignore; pass "
+            "data.to_tensor(value) to give the masked positions a value"
+        )
     return None
 
 
