@@ -136,14 +136,62 @@ def test_exact_takes_the_arrays_of_every_backend(xp: Any, backend: Any) -> None:
             TypeError,
             "magnitude: ReduceL2 takes no bool data",
         ),
-        (lambda: parity_sweep([], backends="numpy"), ValueError, "parity sweep: ops: empty"),
+        (
+            lambda: exact("reduce_sum", np.ma.masked_array([1.0, 5.0], mask=[0, 1])),
+            TypeError,
+            r"exact: data is a MaskedArray, whose mask anyreduce would ignore; .*filled",
+        ),
+        (
+            lambda: magnitude("reduce_max", np.ones((2, 2)).view(np.recarray)),
+            TypeError,
+            "magnitude: data of type recarray, a NumPy array subclass, would lose its meaning",
+        ),
+        (
+            lambda: parity("reduce_sum", data=np.ma.masked_array([1.0, 5.0], mask=[0, 1])),
+            TypeError,
+            "parity: data is a MaskedArray",
+        ),
+        (lambda: parity_sweep([], backends="numpy"), ValueError, "parity_sweep: ops: empty"),
         (
             lambda: parity_sweep(["reduce_sum"], (), backends="numpy"),
             ValueError,
-            "parity sweep: dtypes: empty",
+            "parity_sweep: dtypes: empty",
+        ),
+        # Every argument error of parity and parity_sweep names the function.
+        (lambda: parity("reduce_sum", (2, 2), "float99"), TypeError, "parity: dtype 'float99'"),
+        (
+            lambda: parity("reduce_sum", (2, 2), axes=1.5),
+            TypeError,
+            r"parity: reduce_sum: axes must be an integer or a sequence of integers, got 1\.5",
+        ),
+        (
+            lambda: parity("reduce_sum", (2, 2), axes=2),
+            anyreduce.AxisError,
+            "parity: reduce_sum: axes 2 is out of range for rank-2 data",
+        ),
+        (
+            lambda: parity("reduce_sum", (2, 2), backends=["nope"]),
+            ValueError,
+            "parity: backends: unknown name 'nope'",
+        ),
+        (lambda: parity_sweep(["ReduceFoo"]), ValueError, "parity_sweep: unknown reduction"),
+        (
+            lambda: parity_sweep(["reduce_sum"], backends="numpy", shape=(2, -1)),
+            ValueError,
+            r"parity_sweep: shape \[2, -1\] has a negative length",
+        ),
+        (
+            lambda: parity_sweep(["reduce_sum"], backends="numpy", axes=1.5),
+            TypeError,
+            "parity_sweep: axes must be an integer or a sequence of integers",
+        ),
+        (
+            lambda: parity_sweep(["reduce_sum"], backends="numpy", axes=(0, -2)),
+            anyreduce.AxisError,
+            r"parity_sweep: axes \[0, -2\] repeat an axis of rank-2 data",
         ),
     ],
-    ids=range(13).__iter__(),
+    ids=range(24).__iter__(),
 )
 def test_oracle_and_sweep_refuse_bad_arguments_in_one_line(
     call: Any, error: type[Exception], message: str
@@ -151,6 +199,17 @@ def test_oracle_and_sweep_refuse_bad_arguments_in_one_line(
     with pytest.raises(error, match=f"^{message}") as raised:
         call()
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of MaskedTensors:UserWarning")
+def test_oracle_refuses_masked_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    data = torch.masked.masked_tensor(torch.tensor([1.0, 5.0]), torch.tensor([True, False]))
+    for name, function in (("exact", exact), ("magnitude", magnitude)):
+        with pytest.raises(TypeError, match=f"^{name}: data is a MaskedTensor"):
+            function("reduce_sum", data)
+    with pytest.raises(TypeError, match=r"^parity: data is a MaskedTensor"):
+        parity("reduce_sum", data=data)
 
 
 def test_parity_sweep_takes_one_name_as_a_list_of_one() -> None:

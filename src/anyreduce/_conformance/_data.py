@@ -30,16 +30,26 @@ MAX_ELEMENTS = 10_000_000
 def as_numpy(data: Any) -> np.ndarray:
     """The values of an array of any supported library as NumPy on the host (exact copy).
 
-    ``TypeError`` for anything that is not an array.
+    ``TypeError`` for anything that is not an array, or an array the reductions refuse.
     """
     import array_api_compat
 
+    from .._backends import profile_for
+    from .._backends._numpy import namespace_of
     from .._lib._libraries import LIBRARIES, library_of
 
+    xp = namespace_of(data)
+    if xp is None and array_api_compat.is_array_api_obj(data):
+        xp = array_api_compat.array_namespace(data)
+    if xp is not None:
+        # What the reductions refuse (a masked array or tensor, a sparse tensor, ...).
+        reason = profile_for(xp).refuses(data)
+        if reason is not None:
+            raise TypeError(reason)
     if isinstance(data, np.ndarray):
         return np.array(data, copy=True)
-    if array_api_compat.is_array_api_obj(data):
-        name = library_of(array_api_compat.array_namespace(data))
+    if xp is not None:
+        name = library_of(xp)
         if name != "numpy" and name in LIBRARIES:  # NumPy: arrays only, no scalars
             return np.array(LIBRARIES[name].to_numpy(data), copy=True)
     msg = f"data must be an array (NumPy, PyTorch, JAX, Dask, array-api-strict), not {data!r}"

@@ -165,14 +165,25 @@ def check_shape(shape: Sequence[int], label: str = "shape") -> tuple[int, ...]:
 def check_axes(
     op: str, axes: int | Sequence[int] | None, ndim: int, label: str = "axes"
 ) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
-    """``axes`` as given (a tuple, or None) and the sorted non-negative axes reduced."""
+    """``axes`` as given (a tuple, or None) and the sorted non-negative axes reduced; the
+    errors name ``op`` where it is not empty."""
     import anyreduce
 
     if axes is None:
         return None, tuple(range(ndim))
-    listed = [axes] if isinstance(axes, int) else list(axes)
-    if any(isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in listed):
-        msg = f"{op}: {label} must be integers, got {axes!r}"
+    named = f"{op}: " if op else ""
+    given_axes: object = axes  # checked: callers need not be typed
+    listed = (
+        [given_axes]
+        if isinstance(given_axes, (int, np.integer))
+        else list(given_axes)
+        if isinstance(given_axes, (list, tuple, range))
+        else None
+    )
+    if listed is None or any(
+        isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) for a in listed
+    ):
+        msg = f"{named}{label} must be an integer or a sequence of integers, got {axes!r}"
         raise TypeError(msg)
     given = tuple(int(a) for a in listed)
     if not given:
@@ -180,10 +191,10 @@ def check_axes(
     allowed = f"distinct integers in [{-ndim}, {ndim - 1}]" if ndim else "none (rank 0)"
     for a in given:
         if not -ndim <= a < ndim:
-            msg = f"{op}: {label} {a} is out of range for rank-{ndim} data; allowed: {allowed}"
+            msg = f"{named}{label} {a} is out of range for rank-{ndim} data; allowed: {allowed}"
             raise anyreduce.AxisError(msg)
     if len({a % ndim for a in given}) < len(given):
-        msg = f"{op}: {label} {list(given)} repeat an axis of rank-{ndim} data; allowed: {allowed}"
+        msg = f"{named}{label} {list(given)} repeat an axis of rank-{ndim} data; allowed: {allowed}"
         raise anyreduce.AxisError(msg)
     return given, tuple(sorted(a % ndim for a in given))
 
@@ -535,16 +546,17 @@ def parity(
     >>> [(row.name, row.actual) for row in report.rows]
     [('numpy', 500.0), ('np.linalg.norm', inf), ('np.linalg.vector_norm', inf)]
     """
-    name = op_name(op)
-    given_keepdims: object = keepdims  # checked: callers need not be typed
-    if not isinstance(given_keepdims, bool):
-        msg = f"parity: keepdims must be True or False, got {keepdims!r}"
-        raise ValueError(msg)  # noqa: TRY004 - spec.md §5: ValueError for a bad keepdims
-    seed = check_count(seed, "parity: seed")
-    wanted = check_names(backends)
-    expected = check_expected(expected_errors)
-    host, dtype, distribution = _input(name, shape, dtype, data, distribution)
-    given_axes, reduced = check_axes(name, axes, host.ndim)
+    with named_errors("parity"):
+        name = op_name(op)
+        given_keepdims: object = keepdims  # checked: callers need not be typed
+        if not isinstance(given_keepdims, bool):
+            msg = f"keepdims must be True or False, got {keepdims!r}"
+            raise ValueError(msg)  # noqa: TRY004 - spec.md §5: ValueError for a bad keepdims
+        seed = check_count(seed, "seed")
+        wanted = check_names(backends)
+        expected = check_expected(expected_errors)
+        host, dtype, distribution = _input(name, shape, dtype, data, distribution)
+        given_axes, reduced = check_axes(name, axes, host.ndim)
     if data is None:
         host = generate(host.shape, dtype, distribution, seed, reduced)
     onnx_op = onnx_name(name)
@@ -570,17 +582,27 @@ def parity(
     return report
 
 
+@contextlib.contextmanager
+def named_errors(function: str) -> Iterator[None]:
+    """A ``TypeError`` or ``ValueError`` raised inside, as one line that names ``function``
+    (as the reductions name themselves)."""
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        text = str(error)
+        if text.startswith(f"{function}: "):
+            raise
+        msg = f"{function}: {text}"
+        raise type(error)(msg) from None
+
+
 def op_name(op: str) -> str:
     """anyreduce's name of ``op`` (given either way); ``ValueError`` for an unknown one."""
     given: object = op  # checked: callers need not be typed
     if not isinstance(given, str):
-        msg = f"parity: op must be a reduction name, got {op!r}"
+        msg = f"op must be a reduction name, got {op!r}"
         raise TypeError(msg)
-    try:
-        onnx_op = onnx_name(op)
-    except ValueError as error:
-        msg = f"parity: {error}"
-        raise ValueError(msg) from None
+    onnx_op = onnx_name(op)
     return {onnx_name(n): n for n in OP_NAMES}.get(onnx_op, op)
 
 
@@ -594,19 +616,19 @@ def _input(
     """The input (a placeholder of the right shape for generated data), dtype, source."""
     if data is None:
         if shape is None:
-            msg = "parity: give the data's shape (and dtype), or data=an array"
+            msg = "give the data's shape (and dtype), or data=an array"
             raise TypeError(msg)
         dims = check_shape(shape)
         name = check_dtype("float32" if dtype is None else dtype, op)
         check_distribution(distribution)
         return np.empty(dims, dtype=np.bool_), name, distribution
     if shape is not None:
-        msg = "parity: give either shape or data, not both"
+        msg = "give either shape or data, not both"
         raise TypeError(msg)
     host = as_numpy(data)
     name = host.dtype.name
     if dtype is not None and dtype != name:
-        msg = f"parity: dtype {dtype!r} differs from the data's {name}; leave it out"
+        msg = f"dtype {dtype!r} differs from the data's {name}; leave it out"
         raise TypeError(msg)
     check_dtype(name, op, label="data dtype")
     check_shape(host.shape, label="data shape")

@@ -16,6 +16,7 @@ from ._exact import OP_NAMES
 from ._parity import (
     ParityReport,
     ParityRow,
+    check_axes,
     check_count,
     check_distribution,
     check_dtype,
@@ -24,6 +25,7 @@ from ._parity import (
     check_shape,
     describe_problem,
     listed_names,
+    named_errors,
     op_name,
     parity,
 )
@@ -283,9 +285,9 @@ def plan(
 
     Each is None (all), one name, or a sequence of at least one name.
     """
-    listed_ops = listed_names(ops, "parity sweep: ops")
-    listed_dtypes = listed_names(dtypes, "parity sweep: dtypes")
-    listed_distributions = listed_names(distributions, "parity sweep: distributions")
+    listed_ops = listed_names(ops, "ops")
+    listed_dtypes = listed_names(dtypes, "dtypes")
+    listed_distributions = listed_names(distributions, "distributions")
     op_names = OP_NAMES if listed_ops is None else tuple(op_name(op) for op in listed_ops)
     dtype_names = DTYPES if listed_dtypes is None else tuple(check_dtype(d) for d in listed_dtypes)
     chosen = (
@@ -301,7 +303,7 @@ def plan(
         if dtype != "bool" or op in ("reduce_max", "reduce_min")
     ]
     if not cases:
-        msg = "parity sweep: no op takes the dtypes given (bool: only reduce_max, reduce_min)"
+        msg = "no op takes the dtypes given (bool: only reduce_max, reduce_min)"
         raise TypeError(msg)
     return op_names, dtype_names, chosen, cases
 
@@ -360,12 +362,14 @@ def parity_sweep(
     >>> report.ok, report.matrix["numpy"]["reduce_max"].text()
     (True, '0 ok')
     """
-    op_names, dtype_names, chosen, cases = plan(ops, dtypes, distributions)
-    dims = check_shape(shape)
-    seed = check_count(seed, "parity_sweep: seed")
-    wanted = check_names(backends)
-    expected = check_expected(expected_errors)
-    axes_tuple = None if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
+    with named_errors("parity_sweep"):
+        op_names, dtype_names, chosen, cases = plan(ops, dtypes, distributions)
+        dims = check_shape(shape)
+        seed = check_count(seed, "seed")
+        wanted = check_names(backends)
+        expected = check_expected(expected_errors)
+        given_axes, _ = check_axes("", axes, len(dims))
+    axes_tuple = None if given_axes is None else tuple(given_axes)
     report = SweepReport(op_names, dtype_names, chosen, dims, axes_tuple, seed, native)
     start = time.perf_counter()
     for done, (op, dtype, distribution) in enumerate(cases, start=1):
