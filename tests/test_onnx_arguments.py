@@ -366,13 +366,13 @@ BAD: list[tuple[str, Call, type[Exception], str]] = [
         "cast-to-string-type",
         lambda be, d: be.run_node(_node("Cast", ["x"], to=8), [d.x]),
         TypeError,
-        r"Cast \(opset 28\): cannot cast to ONNX type 8 \(unknown\) here; 'to' takes 1 \(float32\)",
+        r"Cast \(opset 28\): cannot cast to ONNX type 8 \(string\) here; 'to' takes 1 \(float32\)",
     ),
     (
         "cast-to-unknown",
         lambda be, d: be.run_node(_node("Cast", ["x"], to=100), [d.x]),
         TypeError,
-        r"cannot cast to ONNX type 100",
+        r"cannot cast to ONNX type 100 \(unknown\) here",
     ),
     (
         "cast-no-to",

@@ -273,11 +273,22 @@ def _cast_to(label: str, xp: Namespace, code: int) -> Any:
         codes = ", ".join(f"{c} ({n})" for c, n in ONNX_DTYPES.items())
         where = "here" if name is None else f"here: {getattr(xp, '__name__', xp)} has no {name}"
         msg = (
-            f"{label}: cannot cast to ONNX type {code} ({name or 'unknown'}) {where}; "
+            f"{label}: cannot cast to ONNX type {code} ({name or _onnx_type_name(code)}) {where}; "
             f"'to' takes {codes} where the array library has the type"
         )
         raise TypeError(msg)
     return dtype
+
+
+def _onnx_type_name(code: int) -> str:
+    """ONNX's name of a type anyreduce does not cast to (``string``, ``float8e4m3fn``), or
+    ``unknown``."""
+    import onnx
+
+    try:
+        return onnx.TensorProto.DataType.Name(code).lower()
+    except ValueError:
+        return "unknown"
 
 
 def _to_type(xp: Namespace, x: Array, dtype: Any) -> Array:
