@@ -164,6 +164,19 @@ def test_good_flags(xp: Any, flag_value: Any) -> None:
     anyreduce.reduce_sum(data, [0], keepdims=flag_value, noop_with_empty_axes=flag_value)
 
 
+@pytest.mark.parametrize("value", [True, False, 1, 0])
+def test_flags_given_as_arrays_take_one_rule_on_every_backend(xp: Any, value: Any) -> None:
+    """A 0-D bool or integer array is its value (NumPy's, JAX's and array-api-strict's
+    0-D bools were refused, PyTorch's taken); an array of one element and rank 1 is
+    refused (PyTorch's was taken as its element)."""
+    data = make(xp, np.ones((2, 3)), "float32")
+    dtype = "bool" if isinstance(value, bool) else "int32"
+    flag = make(xp, np.asarray(value), dtype)
+    assert anyreduce.reduce_sum(data, [0], keepdims=flag).ndim == (2 if value else 1)
+    with pytest.raises(ValueError, match=r"^reduce_sum: keepdims must be True, False, 1 or 0"):
+        anyreduce.reduce_sum(data, [0], keepdims=make(xp, np.asarray([value]), dtype))
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_dtype_outside_the_namespace(op: str) -> None:
     ml_dtypes = pytest.importorskip("ml_dtypes")

@@ -31,9 +31,20 @@ def check_flag(op: str, name: str, value: object) -> bool:
         return value
     if isinstance(value, bool | np.bool_):
         return bool(value)
+    index: object = None
+    # An array is its value where it is 0-D, of bool or integer dtype, whatever its
+    # library (PyTorch alone gives 0-D bools and one-element tensors ``__index__``).
+    ndim = getattr(value, "ndim", 0) if _is_array(value) else None
     try:
-        index = operator.index(value)  # type: ignore[arg-type]
-    except (TypeError, RuntimeError):  # not an integer; a traced or meta-device array
+        if ndim is None:
+            index = operator.index(value)  # type: ignore[arg-type]
+        elif ndim == 0:
+            xa = array_api_compat.array_namespace(value)
+            if xa.isdtype(value.dtype, "bool"):  # type: ignore[attr-defined]
+                index = int(bool(value))
+            elif xa.isdtype(value.dtype, "integral"):  # type: ignore[attr-defined]
+                index = int(value)  # type: ignore[call-overload]
+    except (TypeError, RuntimeError):  # a traced or meta-device array, without a value
         index = None
     if index in (0, 1):
         return bool(index)

@@ -286,7 +286,7 @@ def _onnx_type_name(code: int) -> str:
     import onnx
 
     try:
-        return onnx.TensorProto.DataType.Name(code).lower()
+        return str(onnx.TensorProto.DataType.Name(code)).lower()
     except ValueError:
         return "unknown"
 
