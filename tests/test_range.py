@@ -144,6 +144,59 @@ def test_subnormal_l2_is_zero_or_right_never_nan_without_x64() -> None:
             assert got == 0.0 or got == pytest.approx(value, rel=2.0**-7), got
 
 
+# Integer LogSumExp is its maximum plus log(sum exp(x - max)), truncated toward zero and
+# saturated. The maximum keeps every bit: a float32 step (JAX without 64-bit types) lost
+# the last 7 or 8 of int32 and uint32 (off by up to 128).
+INTEGER_LOG_SUM_EXP_CASES = [
+    ("int32", [2**30 + 5, 2**30 + 3, -(2**31)], 2**30 + 5),
+    ("int32", [2**31 - 1, 2**31 - 1], 2**31 - 1),
+    ("int32", [2**31 - 2] * 8, 2**31 - 1),  # + log 8 = 2.08: saturated
+    ("int32", [-(2**31), -(2**31) + 1], -(2**31) + 2),  # -2147483646.69 toward zero
+    ("int32", [-5, -5, -5], -3),  # -5 + log 3 = -3.90
+    ("int32", [7] * 11, 9),  # 7 + log 11 = 9.40
+    ("int32", [1_999_999_937, -1_999_999_937, 1_999_999_930], 1_999_999_937),
+    ("int32", [5], 5),
+    ("uint32", [2**32 - 1, 0], 2**32 - 1),
+    ("uint32", [4_000_000_000, 3_999_999_999, 3_999_999_997], 4_000_000_000),
+    ("uint32", [3_000_000_001, 3_000_000_001, 3_000_000_001], 3_000_000_002),
+    ("int16", [32767, 32767], 32767),
+    ("int8", [-128, -128, -128, -128], -126),  # -128 + log 4 = -126.6
+]
+
+
+@pytest.mark.parametrize(("dtype", "data", "want"), INTEGER_LOG_SUM_EXP_CASES, ids=str)
+def test_integer_log_sum_exp_keeps_every_bit(
+    xp: Any, backend: Any, dtype: str, data: list[int], want: int
+) -> None:
+    if not backend.has(dtype):
+        pytest.skip(f"{backend} has no {dtype}")
+    result = anyreduce.reduce_log_sum_exp(make(xp, np.asarray(data, dtype), dtype), keepdims=False)
+    assert int(to_numpy(result)) == want
+
+
+INTEGER_L2_CASES = [
+    ("int32", [2**30, 2**30, 5], 1518500249),
+    ("uint32", [3_000_000_001, 1, 7], 3_000_000_001),
+    ("int32", [46341, 46341], 65536),  # sqrt(2) * 46341 = 65536.08
+]
+
+
+@pytest.mark.parametrize(("dtype", "data", "want"), INTEGER_L2_CASES, ids=str)
+def test_integer_l2_is_the_root_of_the_exact_sum_of_squares(
+    request: pytest.FixtureRequest, xp: Any, backend: Any, dtype: str, data: list[int], want: int
+) -> None:
+    if not backend.has(dtype):
+        pytest.skip(f"{backend} has no {dtype}")
+    if backend.name == "jax32" and want > 2**24:
+        reason = (
+            "JAX without 64-bit types has no float64 and no integer beyond 32 bits: the "
+            "sum of squares is taken in float32 (docs/accuracy.md)"
+        )
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    result = anyreduce.reduce_l2(make(xp, np.asarray(data, dtype), dtype), keepdims=False)
+    assert int(to_numpy(result)) == want
+
+
 # --- the same generated data on every backend ----------------------------------------------
 
 hypothesis = pytest.importorskip("hypothesis")

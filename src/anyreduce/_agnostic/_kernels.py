@@ -615,6 +615,8 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
     integer = _dtypes.is_integer(xp, ctx.dtype)
     wide = _dtypes.widest_float(xp) if integer else _dtypes.compute_float(xp, ctx.dtype)
+    if integer and axes and x.dtype == ctx.dtype and _beyond_float32(xp, ctx.dtype, wide):
+        return _int_log_sum_exp(x, axes, keepdims, ctx)
     y = to_float(xp, x, ctx.dtype, wide) if integer else xp.astype(x, wide, copy=False)
     if not axes:
         r = _copy(xp, y)
@@ -622,6 +624,56 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
         shift, total = ctx.parts(xp, y, axes, _shifted_exps, _merge_shifted, (0.0, 0.0), wide)
         r = _keep(xp, _log(xp, total) + shift, axes, keepdims)
     return float_to_int(xp, r, ctx.dtype, x.dtype) if integer else _cast(xp, r, ctx.dtype)
+
+
+@memo(key=library_key)
+def _beyond_float32(xp: Namespace, dtype: Any, wide: Any) -> bool:
+    """Whether integer ``dtype`` has 32 bits and widest float ``wide`` cannot hold all its
+    values: int32 and uint32 where it is float32 (JAX without x64). 64-bit integers exist
+    only beside float64, whose step the contract names."""
+    digits = _dtypes.bits(xp, dtype) - (0 if _dtypes.is_unsigned(xp, dtype) else 1)
+    return _dtypes.bits(xp, dtype) == 32 and digits > 1 - math.log2(float(xp.finfo(wide).eps))
+
+
+def _int_log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
+    """LogSumExp of int32 or uint32 data where the widest float is float32, with every bit
+    of the maximum: a float32 step loses its last 7 or 8 (off by up to 128).
+
+    The maximum m is taken in the integer type, and log(sum exp(x - m)) = k + f in float32
+    (k whole, 0 <= f < 1; log1p where m occurs once, so that a small f keeps its value).
+    The result is what the contract's float64 step gives: m + k, one more where m + k is
+    negative and f more than half of float64's spacing there (truncation toward zero),
+    and the type's maximum beyond it.
+    """
+    xp = ctx.xp
+    wide = _dtypes.widest_float(xp)
+    m = xp.max(x, axis=axes, keepdims=True)
+    # Exact where it fits the type; a signed gap beyond it wraps below zero. exp(-104) is
+    # already 0 in float32: farther terms add nothing.
+    gap = m - x
+    at_top = gap == 0
+    near = (gap > 0) & (gap <= 128)
+    zero = xp.zeros_like(gap)
+    terms = xp.exp(-xp.astype(xp.where(near, gap, zero), wide))
+    rest = rsum(xp, xp.where(near, terms, xp.zeros_like(terms)), axes, True, wide)
+    count = rsum(xp, xp.astype(at_top, wide), axes, True, wide)
+    delta = xp.where(count == 1, xp.log1p(rest), xp.log(count + rest))
+    whole = xp.floor(delta)
+    k = xp.astype(whole, x.dtype)
+    high = xp.iinfo(ctx.dtype).max
+    over = m > xp.full_like(k, high) - k  # a Python int beyond int32 is no JAX operand
+    v = m + xp.where(over, xp.zeros_like(k), k)
+    r = xp.where(over, xp.full_like(v, high), v)
+    if _dtypes.is_unsigned(xp, ctx.dtype):
+        return _keep(xp, r, axes, keepdims)
+    # Where v < 0, float64 rounds v + f to v unless f exceeds half its spacing just above
+    # v, 2**(e - 53) with 2**e <= |v| - 1 < 2**(e + 1): so where |v| - 1 < 2**(g + 1), g
+    # the exponent of f plus 53, compared in integers (|v| - 1 is exact in the type).
+    f = delta - whole
+    g = xp.floor(xp.log2(xp.where(f > 0, f, xp.ones_like(f)))) + 54
+    limit = xp.bitwise_left_shift(xp.ones_like(v), xp.astype(xp.clip(g, 0, 30), v.dtype))
+    bump = (v < 0) & (f > 0) & ((g > 30) | (-(v + 1) < limit))
+    return _keep(xp, xp.where(bump, v + 1, r), axes, keepdims)
 
 
 def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
