@@ -272,6 +272,21 @@ def test_an_unknown_backend_is_an_error_listing_the_valid_names(name: str) -> No
         parity("reduce_sum", (4, 4), "float32", backends=[name])
 
 
+def test_jax_without_64_bit_types_is_a_backend_by_name() -> None:
+    """JAX's default mode ("jax32": no float64, no int64) is compared when named; the
+    "jax" row runs with 64-bit types on."""
+    pytest.importorskip("jax")
+    data = np.array([[2**30 + 5, 2**30 + 3, 7]], np.int32)
+    report = parity("reduce_log_sum_exp", data=data, axes=1, backends=["jax32", "jax"])
+    assert [row.name for row in report.rows] == ["jax", "jax32"]
+    assert report.ok, report
+    report = parity("reduce_sum", (4, 4), "float64", backends=["jax32"])
+    assert report.not_run == {"jax32": "has no float64"}
+    # Not among the defaults: the conformance suite's backends are ONNX backends.
+    default = parity("reduce_sum", (2, 2), backends=None)
+    assert "jax32" not in {row.name for row in default.rows}
+
+
 @pytest.mark.parametrize("axes", [5, -3, (0, 0), (1, -1)])
 def test_axes_the_op_rejects_are_an_axis_error_up_front(axes: Any) -> None:
     with pytest.raises(anyreduce.AxisError, match=r"reduce_sum: axes .* rank-2"):

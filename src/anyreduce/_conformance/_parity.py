@@ -33,7 +33,7 @@ from ._exact import (
 )
 from ._native import NATIVE_LIBRARIES, NATIVES, natives_for
 from ._runtimes import RUNTIMES, discover_runtimes
-from ._targets import LIBRARIES, Target, discover
+from ._targets import LIBRARIES, MODES, Target, discover
 
 __all__ = [
     "ParityReport",
@@ -52,10 +52,12 @@ __all__ = [
 
 
 def selectable_names() -> tuple[str, ...]:
-    """Every name ``backends=`` takes: libraries, their CUDA devices, runtimes, scipy."""
+    """Every name ``backends=`` takes: libraries, their modes (``jax32``), their CUDA
+    devices, runtimes, scipy."""
     cuda = tuple(f"{name}:cuda" for name in ("torch", "jax"))
     runtimes = tuple(r.name for r in RUNTIMES)
-    return (*LIBRARIES, *cuda, *runtimes, *(n for n in NATIVE_LIBRARIES if n not in LIBRARIES))
+    natives = (n for n in NATIVE_LIBRARIES if n not in LIBRARIES)
+    return (*LIBRARIES, *MODES, *cuda, *runtimes, *natives)
 
 
 def check_names(names: Sequence[str] | None, label: str = "backends") -> tuple[str, ...] | None:
@@ -518,7 +520,9 @@ def parity(
         Seed of the generated data.
     backends : sequence of str, optional
         Only these backends, runtimes and frameworks (``"numpy"``, ``"torch"``,
-        ``"onnxruntime"``, ``"scipy"``, ...); an unknown name is a ``ValueError``.
+        ``"onnxruntime"``, ``"scipy"``, ...); an unknown name is a ``ValueError``. The
+        ``"jax"`` backend runs with 64-bit types on; ``"jax32"``, JAX's default mode
+        without them, runs only when named.
     native : bool, default False
         Also run each selected framework's own expressions of the op
         (``torch.linalg.vector_norm``, ``jax.nn.logsumexp``, ...): rows of kind

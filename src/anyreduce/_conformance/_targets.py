@@ -16,10 +16,13 @@ import numpy as np
 
 from .._lib import _libraries
 
-__all__ = ["LIBRARIES", "Target", "discover"]
+__all__ = ["LIBRARIES", "MODES", "Target", "discover"]
 
 # The libraries anyreduce.onnx.backend_for knows, in report order.
 LIBRARIES = tuple(name for name, lib in _libraries.LIBRARIES.items() if lib.mode_of is None)
+# Modes of those libraries (JAX without 64-bit types, "jax32"): run by the parity tools when
+# named, after their library; no ONNX backend, so not in the conformance suite.
+MODES = tuple(name for name, lib in _libraries.LIBRARIES.items() if lib.mode_of is not None)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,8 @@ def discover(wanted: tuple[str, ...] | None = None) -> tuple[list[Target], dict[
     """The installed targets (restricted to ``wanted`` names) and why the others are absent."""
     found: list[Target] = []
     absent: dict[str, str] = {}
-    for library in LIBRARIES:
+    named_modes = tuple(m for m in MODES if wanted is not None and m in wanted)
+    for library in (*LIBRARIES, *named_modes):
         candidates = [Target(library, library, "CPU")]
         if not _libraries.installed(_libraries.LIBRARIES[library].module):
             if wanted is None or library in wanted:
