@@ -144,6 +144,33 @@ def test_subnormal_l2_is_zero_or_right_never_nan_without_x64() -> None:
             assert got == 0.0 or got == pytest.approx(value, rel=2.0**-7), got
 
 
+SUBNORMAL_PRODUCTS = [
+    [1e-40, 2.0, 3.0],
+    [-1e-40, -1.3, 0.5],
+    [-1e-40, 1.3, 0.5],
+    [1e-40, 1e30, 1e30],
+    [1e-39, 1e20, 1e20, 1e-5],
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("row", SUBNORMAL_PRODUCTS, ids=str)
+def test_products_of_subnormal_values_are_right_or_read_as_zero(
+    xp: Any, backend: Any, dtype: str, row: list[float]
+) -> None:
+    """The product, or (XLA on the CPU, which reads subnormal inputs as zero) a zero of
+    the product's sign; never NaN. bfloat16 in float32 (JAX without x64) gave NaN."""
+    if not backend.has(dtype):
+        pytest.skip(f"{backend} has no {dtype}")
+    host = np.asarray(row, dtype=np_dtype(dtype))
+    got = float(to_numpy(anyreduce.reduce_prod(make(xp, host, dtype), keepdims=False)))
+    want = math.prod(float(v) for v in host)
+    read_as_zero = got == 0.0 and math.copysign(1, got) == math.copysign(1, want)
+    assert got == pytest.approx(want, rel=2.0**-6) or (
+        backend.name in {"jax", "jax32"} and read_as_zero
+    ), got
+
+
 # Integer LogSumExp is its maximum plus log(sum exp(x - max)), truncated toward zero and
 # saturated. The maximum keeps every bit: a float32 step (JAX without 64-bit types) lost
 # the last 7 or 8 of int32 and uint32 (off by up to 128).

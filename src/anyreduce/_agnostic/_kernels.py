@@ -540,6 +540,14 @@ def _product_terms(xp: Namespace, x: Array, axes: Axes, *, split: bool) -> tuple
         # is subnormal, so flushed to zero on the CPU, for e above 126 in float32.
         half = xp.floor(e / 2)
         logs = xp.log2((a1 / (2.0**half)) / (2.0 ** (e - half)))
+    zeros = a == 0
+    if not split and _subnormal_when_widened(xp, x.dtype, y.dtype):
+        # bfloat16 widened into float32 (JAX without x64): XLA on the CPU reads a
+        # subnormal value as nonzero in one step and as zero in log2, whose -inf made the
+        # product NaN. It is counted as the zero the contract lets it be read as.
+        lost = logs == -math.inf
+        logs = xp.where(lost, xp.zeros_like(logs), logs)
+        zeros = zeros | lost
     log_total = rsum(xp, logs, axes, True, y.dtype)
     exponents = rsum(xp, e, axes, True, y.dtype) if split else xp.zeros_like(log_total)
 
@@ -549,11 +557,18 @@ def _product_terms(xp: Namespace, x: Array, axes: Axes, *, split: bool) -> tuple
     return (
         log_total,
         exponents,
-        count(a == 0),
+        count(zeros),
         count(xp.isinf(a)),
         count(xp.isnan(a)),
         count(xp.signbit(y)),
     )
+
+
+@memo(key=library_key)
+def _subnormal_when_widened(xp: Namespace, dtype: Any, wide: Any) -> bool:
+    """Whether ``dtype``'s subnormal numbers are still subnormal in float ``wide``
+    (bfloat16 in float32; float16 and float32 in float64 are normal)."""
+    return _dtypes.smallest_normal(xp, dtype) <= _dtypes.smallest_normal(xp, wide)
 
 
 def _zero_count(xp: Namespace, x: Array, axes: Axes) -> tuple[Array]:

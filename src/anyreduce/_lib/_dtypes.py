@@ -99,6 +99,14 @@ def bits(xp: Namespace, dtype: DType) -> int:
     return int(info.bits)
 
 
+def smallest_normal(xp: Namespace, dtype: DType) -> float:
+    """The smallest positive normal number of float ``dtype`` (ml_dtypes' bfloat16, which
+    the namespace's ``finfo`` may not know, shares float32's: 2**-126)."""
+    if is_extension_bfloat16(dtype):
+        return 2.0**-126
+    return float(xp.finfo(dtype).smallest_normal)
+
+
 @memo(key=library_key)  # the dispatch asks on every call
 def dtype_name(xp: Namespace, dtype: DType) -> str | None:
     """The array-API name of ``dtype`` ("float32", "bfloat16", "uint8", "bool", ...).
