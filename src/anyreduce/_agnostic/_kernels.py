@@ -496,10 +496,14 @@ def _careful_product(
     ``acc``, the dtype of the plain product).
     """
     xp = ctx.xp
+    split = x.dtype == wide
+    # Asked here, not in the branch: a remembered answer first asked inside torch.cond
+    # would be a side effect there, which Dynamo refuses.
+    flushed = not split and _subnormal_when_widened(xp, x.dtype, wide)
+    terms = functools.partial(_product_terms, split=split, flushed=flushed)
 
     def careful() -> Array:
         zero = (0.0,) * 6
-        terms = functools.partial(_product_terms, split=x.dtype == wide)
         logs, exponents, zeros, infinities, nans, negatives = ctx.parts(
             xp, x, axes, terms, _add_parts, zero, wide
         )
@@ -518,7 +522,9 @@ def _careful_product(
     return careful
 
 
-def _product_terms(xp: Namespace, x: Array, axes: Axes, *, split: bool) -> tuple[Array, ...]:
+def _product_terms(
+    xp: Namespace, x: Array, axes: Axes, *, split: bool, flushed: bool = False
+) -> tuple[Array, ...]:
     """Per slice (keepdims): the sums of log2(m) and of e over the regular |y| = m * 2**e,
     ``y`` the data ``x`` in ``xp``'s widest float, and the counts of zeros, infinities,
     NaNs and negative signs. Each statistic adds up over parts of the data, which are
@@ -528,6 +534,9 @@ def _product_terms(xp: Namespace, x: Array, axes: Axes, *, split: bool) -> tuple
     widest float (float32 into float64) the sum's rounding, about
     ``n * 150 * eps(float64)``, is far below the data's own ``eps``, and two of three
     passes are saved.
+
+    With ``flushed`` (data whose subnormal numbers stay subnormal when widened), a value
+    whose logarithm is -inf is counted as a zero (see below).
     """
     y = xp.astype(x, _dtypes.widest_float(xp))
     a = xp.abs(y)
@@ -541,7 +550,7 @@ def _product_terms(xp: Namespace, x: Array, axes: Axes, *, split: bool) -> tuple
         half = xp.floor(e / 2)
         logs = xp.log2((a1 / (2.0**half)) / (2.0 ** (e - half)))
     zeros = a == 0
-    if not split and _subnormal_when_widened(xp, x.dtype, y.dtype):
+    if flushed:
         # bfloat16 widened into float32 (JAX without x64): XLA on the CPU reads a
         # subnormal value as nonzero in one step and as zero in log2, whose -inf made the
         # product NaN. It is counted as the zero the contract lets it be read as.
