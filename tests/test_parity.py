@@ -201,6 +201,19 @@ def test_oracle_and_sweep_refuse_bad_arguments_in_one_line(
     assert "\n" not in str(raised.value)
 
 
+def test_oracle_refuses_arrays_without_values_in_one_line() -> None:
+    torch = pytest.importorskip("torch")
+    meta = torch.ones(3, device="meta")
+    for name, call in (("exact", exact), ("magnitude", magnitude)):
+        with pytest.raises(TypeError, match=f"^{name}: data must have values") as raised:
+            call("reduce_sum", meta)
+        assert "\n" not in str(raised.value)
+    jax = pytest.importorskip("jax")
+    with pytest.raises(TypeError, match=r"^parity: data must have values") as raised:
+        jax.jit(lambda v: parity("reduce_sum", data=v))(jax.numpy.ones(3))
+    assert "\n" not in str(raised.value)
+
+
 @pytest.mark.filterwarnings("ignore:The PyTorch API of MaskedTensors:UserWarning")
 def test_oracle_refuses_masked_tensors() -> None:
     torch = pytest.importorskip("torch")

@@ -51,7 +51,15 @@ def as_numpy(data: Any) -> np.ndarray:
     if xp is not None:
         name = library_of(xp)
         if name != "numpy" and name in LIBRARIES:  # NumPy: arrays only, no scalars
-            return np.array(LIBRARIES[name].to_numpy(data), copy=True)
+            try:
+                return np.array(LIBRARIES[name].to_numpy(data), copy=True)
+            except Exception:  # noqa: BLE001 - the library's own error, many lines long
+                msg = (
+                    f"data must have values to read on the host, got a {type(data).__name__} "
+                    "without them (traced by jax.jit or jax.vmap, or a tensor on PyTorch's "
+                    "meta device)"
+                )
+                raise TypeError(msg) from None
     msg = f"data must be an array (NumPy, PyTorch, JAX, Dask, array-api-strict), not {data!r}"
     raise TypeError(msg)
 

@@ -597,7 +597,11 @@ def named_errors(function: str) -> Iterator[None]:
         if text.startswith(f"{function}: "):
             raise
         msg = f"{function}: {text}"
-        raise type(error)(msg) from None
+        try:  # the same class (AxisError stays one), where it is made from a message
+            named = type(error)(msg)
+        except Exception:  # noqa: BLE001 - a class of another signature: its base
+            named = TypeError(msg) if isinstance(error, TypeError) else ValueError(msg)
+        raise named from None
 
 
 def op_name(op: str) -> str:
