@@ -652,11 +652,10 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
 
 @memo(key=library_key)
 def _beyond_float32(xp: Namespace, dtype: Any, wide: Any) -> bool:
-    """Whether integer ``dtype`` has 32 bits and widest float ``wide`` cannot hold all its
-    values: int32 and uint32 where it is float32 (JAX without x64). 64-bit integers exist
-    only beside float64, whose step the contract names."""
-    digits = _dtypes.bits(xp, dtype) - (0 if _dtypes.is_unsigned(xp, dtype) else 1)
-    return _dtypes.bits(xp, dtype) == 32 and digits > 1 - math.log2(float(xp.finfo(wide).eps))
+    """Whether integer ``dtype`` has 32 bits and the widest float ``wide`` too, which cannot
+    hold all its values: int32 and uint32 where it is float32 (JAX without x64). 64-bit
+    integers exist only beside float64, whose step the contract names."""
+    return _dtypes.bits(xp, dtype) == 32 and _dtypes.bits(xp, wide) == 32
 
 
 def _int_log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
@@ -672,14 +671,13 @@ def _int_log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Arra
     xp = ctx.xp
     wide = _dtypes.widest_float(xp)
     m = xp.max(x, axis=axes, keepdims=True)
-    # Exact where it fits the type; a signed gap beyond it wraps below zero. exp(-104) is
-    # already 0 in float32: farther terms add nothing.
+    # Exact where it fits the type; a signed gap beyond it wraps below zero. exp(-128) is
+    # 0 in float32: the maximum's own terms (counted apart) and farther ones add nothing.
     gap = m - x
     at_top = gap == 0
     near = (gap > 0) & (gap <= 128)
-    zero = xp.zeros_like(gap)
-    terms = xp.exp(-xp.astype(xp.where(near, gap, zero), wide))
-    rest = rsum(xp, xp.where(near, terms, xp.zeros_like(terms)), axes, True, wide)
+    terms = xp.exp(-xp.astype(xp.where(near, gap, xp.full_like(gap, 128)), wide))
+    rest = rsum(xp, terms, axes, True, wide)
     count = rsum(xp, xp.astype(at_top, wide), axes, True, wide)
     delta = xp.where(count == 1, xp.log1p(rest), xp.log(count + rest))
     whole = xp.floor(delta)

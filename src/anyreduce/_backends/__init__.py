@@ -74,31 +74,39 @@ def accelerators() -> tuple[tuple[Profile, Accelerator], ...]:
     return tuple((p, a) for p in PROFILES for a in p.accelerators)
 
 
-def namespace(op: str, data: object) -> Namespace:
-    """The array-API namespace of ``data``, or a TypeError naming ``op`` (also for an array
-    its library's profile refuses: a masked array, a sparse tensor, ...)."""
-    known = NAMESPACES.get(type(data))
-    if known is not None:
-        admit(op, data, known)
-        return known
+def lookup(data: object) -> Namespace | None:
+    """The array-API namespace of ``data`` (remembered per type), or None where none is
+    found: not an array, or one array-api-compat does not support."""
+    xp = NAMESPACES.get(type(data))
+    if xp is not None:
+        return xp
     for profile in PROFILES:
         xp = profile.namespace_of(data)
         if xp is not None:
-            NAMESPACES[type(data)] = xp
-            admit(op, data, xp)
-            return xp
-    if not array_api_compat.is_array_api_obj(data):
-        msg = (
-            f"{op}: data must be an array (numpy, torch, jax, dask, array-api-strict, ...), "
-            f"got {type(data).__name__}"
-        )
-        raise TypeError(msg)
-    try:
-        xp = array_api_compat.array_namespace(data)
-    except TypeError as e:
-        msg = f"{op}: data of type {type(data).__name__} is not an array anyreduce supports"
-        raise TypeError(msg) from e
+            break
+    else:
+        if not array_api_compat.is_array_api_obj(data):
+            return None
+        try:
+            xp = array_api_compat.array_namespace(data)
+        except TypeError:
+            return None
     NAMESPACES[type(data)] = xp
+    return xp
+
+
+def namespace(op: str, data: object) -> Namespace:
+    """The array-API namespace of ``data``, or a TypeError naming ``op`` (also for an array
+    its library's profile refuses: a masked array, a sparse tensor, ...)."""
+    xp = lookup(data)
+    if xp is None:
+        kind = type(data).__name__
+        if array_api_compat.is_array_api_obj(data):
+            msg = f"{op}: data of type {kind} is not an array anyreduce supports"
+        else:
+            msg = f"{op}: data must be an array (numpy, torch, jax, dask, array-api-strict, ...), "
+            msg += f"got {kind}"
+        raise TypeError(msg)
     admit(op, data, xp)
     return xp
 

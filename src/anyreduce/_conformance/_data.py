@@ -32,15 +32,11 @@ def as_numpy(data: Any) -> np.ndarray:
 
     ``TypeError`` for anything that is not an array, or an array the reductions refuse.
     """
-    import array_api_compat
 
-    from .._backends import profile_for
-    from .._backends._numpy import namespace_of
+    from .._backends import lookup, profile_for
     from .._lib._libraries import LIBRARIES, library_of
 
-    xp = namespace_of(data)
-    if xp is None and array_api_compat.is_array_api_obj(data):
-        xp = array_api_compat.array_namespace(data)
+    xp = lookup(data)
     if xp is not None:
         # What the reductions refuse (a masked array or tensor, a sparse tensor, ...).
         reason = profile_for(xp).refuses(data)
