@@ -107,6 +107,45 @@ def test_bad_argument_is_one_line_and_status_2(
     assert (sandbox / "a_file").read_text() == "keep\n"
 
 
+# (arguments, what the message quotes, the option it suggests or None)
+UNKNOWN = [
+    (["conformance", "--backends", "torch"], "--backends torch", "--backend"),
+    (["conformance", "extra"], "extra", None),
+    (["demo", "--axis", "1"], "--axis 1", "--axes"),
+    (["bench", "--quick", "--no-such-option"], "--no-such-option", None),
+    (["bench", "--jsn=out.json"], "--jsn=out.json", "--json"),
+    (["parity", "reduce_l2", "--dtypes", "float16"], "--dtypes float16", "--dtype"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "quoted", "suggested"), UNKNOWN, ids=[" ".join(argv) for argv, _, _ in UNKNOWN]
+)
+def test_unknown_argument_is_one_line_naming_the_command(
+    argv: list[str],
+    quoted: str,
+    suggested: str | None,
+    sandbox: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An option a command does not have is refused by that command, in one line that
+    quotes what was not understood and names the command's closest option, if any."""
+    with pytest.raises(SystemExit) as stopped:
+        _cli.main(argv)
+    out, err = capsys.readouterr()
+    assert stopped.value.code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    command = f"anyreduce {argv[0]}"
+    assert lines[0].startswith(f"{command}: unrecognized arguments: {quoted}")
+    assert lines[0].endswith(f"(see '{command} --help')")
+    if suggested is None:
+        assert "did you mean" not in lines[0]
+    else:
+        assert f"did you mean {suggested}?" in lines[0]
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import re
 import sys
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         description = getattr(module, "DESCRIPTION", module.HELP)
         sub = commands.add_parser(module.NAME, help=module.HELP, description=description)
         module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
+        sub.set_defaults(run=module.run, parser=sub)
     return parser
 
 
@@ -89,9 +90,26 @@ def _attach_negative_lists(arguments: list[str]) -> list[str]:
     return joined
 
 
+def _refuse_unknown(command: argparse.ArgumentParser, unknown: list[str]) -> NoReturn:
+    """Arguments a command does not take, refused by the command's own parser (argparse
+    leaves them to the top-level one, whose message names neither the command nor the
+    option meant), with the command's closest option where one is near."""
+    options = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    for argument in unknown:
+        if argument.startswith("--"):
+            near = difflib.get_close_matches(argument.split("=", 1)[0], options, n=1, cutoff=0.75)
+            if near:
+                message += f"; did you mean {near[0]}?"
+                break
+    command.error(message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _attach_negative_lists(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(arguments)
+    args, unknown = build_parser().parse_known_args(arguments)
+    if unknown:
+        _refuse_unknown(args.parser, unknown)
     args.argv = arguments  # a command may run itself again in a child process (bench)
     return int(args.run(args))
 
