@@ -462,6 +462,62 @@ def test_float_terms_below_the_threads_size_hold_a_tile(
     assert not over, over
 
 
+_TOTALS = [
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_l1",
+    "reduce_l2",
+    "reduce_sum_square",
+    "reduce_log_sum",
+    "reduce_log_sum_exp",
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("nans", ["np.nan", "-np.nan"])
+def test_totals_of_data_with_missing_values_hold_a_tile(
+    two_threads: None, dtype: str, nans: str
+) -> None:
+    """Data holding NaN where values are missing (one bit pattern), reduced over every
+    axis: the pieces' sums meet the one NaN in any order, so the totals stay a tile at a
+    time (a NaN total took the kernel's terms of the whole data: 100% of the input, 200%
+    for LogSumExp), bit for bit the generic kernel."""
+    values = _data((2048, 2048), dtype, 6)
+    flat = values.reshape(-1)
+    missing = np.random.default_rng(6).choice(flat.size, size=300, replace=False)
+    flat[missing] = np.nan if nans == "np.nan" else -np.nan
+    over = _over("numpy", values, values.nbytes, _TOTALS, None, 0.1 * values.nbytes)
+    assert not over, over
+    for op in _TOTALS:
+        got = getattr(anyreduce, op)(values, None)
+        with anyreduce._backends.no_accelerators():
+            want = getattr(anyreduce, op)(values, None)
+        assert _same_bits(np.asarray(got), np.asarray(want)), op
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize(
+    "specials",
+    [[np.nan, -np.nan], [np.inf, -np.inf], [np.inf, -np.inf, np.nan], [np.inf, np.nan]],
+    ids=str,
+)
+def test_totals_with_nans_an_order_could_tell_apart_are_the_kernels(
+    two_threads: None, dtype: str, specials: list[float]
+) -> None:
+    """Where NaNs of two bit patterns can meet (a NaN and a -NaN; a NaN and inf - inf,
+    which is -NaN on x86), which one a total keeps depends on the order of the additions:
+    those totals are the generic kernel's own, sign bit included."""
+    values = _data((2048, 2048), dtype, 7)
+    flat = values.reshape(-1)
+    places = np.linspace(100, flat.size - 100, len(specials)).astype(int)
+    flat[places] = specials
+    for op in _TOTALS:
+        got = getattr(anyreduce, op)(values, None)
+        with anyreduce._backends.no_accelerators():
+            want = getattr(anyreduce, op)(values, None)
+        assert _same_bits(np.asarray(got), np.asarray(want)), op
+
+
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
 @pytest.mark.parametrize("axes", [1, 0], ids=["last", "first"])
 def test_integer_terms_of_large_data_hold_a_tile(two_threads: None, dtype: str, axes: int) -> None:

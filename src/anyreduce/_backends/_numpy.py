@@ -451,14 +451,10 @@ def _every_axis_total(
     def terms(piece: Array) -> Array:
         return piece if apply is None else apply(piece, np.empty(piece.shape, dtype), shift)
 
-    tile = _tile(y, 64)
-    total = np.asarray(_pairwise_sum(y, terms, tile), dtype=dtype)
-    if np.isnan(total):
-        # Which of two NaNs a sum keeps (its sign: inf - inf gives -NaN on x86) follows
-        # the order the compiler gave each addition's operands, in NumPy's loop and in
-        # the pieces' additions alike: a NaN total is the kernel's own.
+    total = _pairwise_sum(y, terms, _tile(y, 64))
+    if total is None:  # a NaN another order might give with another sign: the kernel's own
         return plain_total(xp, term, y, axes, keepdims, dtype)
-    return total.reshape((1,) * y.ndim if keepdims else ())
+    return np.asarray(total, dtype=dtype).reshape((1,) * y.ndim if keepdims else ())
 
 
 def _first_axis_total(
@@ -928,11 +924,12 @@ def _add_as_tree(tree: Tree, sums: Iterator[Any]) -> Any:
     return _add_as_tree(tree[0], sums) + _add_as_tree(tree[1], sums)
 
 
-def _pairwise_sum(x: Array, terms: Callable[[Array], Array], elements: int) -> Any:
+def _pairwise_sum(x: Array, terms: Callable[[Array], Array], elements: int) -> Any | None:
     """NumPy's sum of ``terms(x)`` over every axis of C-ordered ``x`` bit for bit, with
     ``terms`` (an element-wise step in place: a float64 piece in, the same piece out) taken
     piece by piece on pool threads: the pieces of :func:`_pairwise_tree` summed alone and
-    their sums added as NumPy adds its halves."""
+    their sums added as NumPy adds its halves. None where the sum is a NaN that NumPy's
+    own additions might give with another sign or payload (see :func:`_one_nan`)."""
     import numpy as np
 
     tree = _pairwise_tree(0, x.size, max(elements, 128))
@@ -942,7 +939,29 @@ def _pairwise_sum(x: Array, terms: Callable[[Array], Array], elements: int) -> A
             return np.add.reduce(terms(piece))
 
     sums = _threads.flat_pieces(x, _leaves(tree), piece_sum)
-    return _add_as_tree(tree, iter(sums))
+    total = _add_as_tree(tree, iter(sums))
+    if np.isnan(total) and not _one_nan(np.asarray(sums)):
+        return None
+    return total
+
+
+def _one_nan(sums: Array) -> bool:
+    """Whether adding the pieces' ``sums`` in any order gives one NaN, bit for bit.
+
+    Which of two NaNs an addition keeps follows the order the compiler gave its operands,
+    in NumPy's loop and in the pieces' additions alike, but a NaN added to a number is
+    that NaN in either order. So the NaN is the same whatever the order where the NaNs
+    the additions can meet have one bit pattern: the pieces' NaN sums (the data's NaNs,
+    such as ``np.nan`` wherever a value is missing) and, where the sums hold infinities of
+    both signs, the NaN the CPU makes of inf - inf."""
+    import numpy as np
+
+    with numpy_quiet():
+        made = sums.dtype.type(np.inf) + sums.dtype.type(-np.inf)
+        nans = sums[np.isnan(sums)]
+        if np.any(sums == np.inf) and np.any(sums == -np.inf):
+            nans = np.append(nans, made)
+    return len({value.tobytes() for value in nans}) == 1
 
 
 def _in_pieces(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
@@ -982,7 +1001,10 @@ def _in_pieces(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) 
                 np.subtract(y, offset, out=y)
                 return np.exp(y, out=y)
 
-            total = np.asarray(_pairwise_sum(x, terms, elements)).reshape(keep)
+            found = _pairwise_sum(x, terms, elements)
+            if found is None:  # a NaN another order might give with another sign
+                return None
+            total = np.asarray(found).reshape(keep)
             result = _log(sx, total) + shift
         else:
 
@@ -990,7 +1012,10 @@ def _in_pieces(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) 
                 y = piece.astype(wide)
                 return np.multiply(y, y, out=y)
 
-            total = np.asarray(_pairwise_sum(x, squares, elements)).reshape(keep)
+            found = _pairwise_sum(x, squares, elements)
+            if found is None:
+                return None
+            total = np.asarray(found).reshape(keep)
             if op == "reduce_sum_square":
                 result = total
             elif x.dtype.kind in "iu":
@@ -1151,8 +1176,10 @@ def _swapped_total(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
             lifted = piece.astype(native)
             return lifted if term is None else term(xp, lifted)
 
-        result = xp.asarray(_pairwise_sum(y, terms, CARRIED_ELEMENTS), dtype=dtype)
-        return xp.reshape(result, (1,) * y.ndim if keep else ())
+        found = _pairwise_sum(y, terms, CARRIED_ELEMENTS)
+        if found is None:  # a NaN another order might give with another sign: the kernel's
+            return plain_total(xp, term, y.astype(native), axes_, keep, dtype)
+        return xp.reshape(xp.asarray(found, dtype=dtype), (1,) * y.ndim if keep else ())
 
     as_is = dataclasses.replace(profile, lift=lambda data: data)
     xp = namespace_for(x)
