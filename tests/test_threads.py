@@ -462,6 +462,29 @@ def test_float_terms_below_the_threads_size_hold_a_tile(
     assert not over, over
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_log_sum_exp_of_data_the_threads_split_holds_a_tile_a_thread(
+    two_threads: None, dtype: str, axes: int | None
+) -> None:
+    """LogSumExp of float data large enough for the threads, (2048, 2048) on two threads,
+    holds a tile of exp(x - shift) a thread (2**18 elements: an eighth of the data in
+    all), as over (4096, 8192); not a copy of a slab of the threads' split a thread
+    (2**20 elements: over the first axis, half of the data), and bit for bit the generic
+    kernel."""
+    values = _data((2048, 2048), dtype, 4)
+    values[5, 7] = np.inf
+    values[9] = -np.inf
+    values[11, 3] = np.nan
+    allowed = 2 * 2**18 * values.itemsize + 0.02 * values.nbytes
+    over = _over("numpy", values, values.nbytes, ["reduce_log_sum_exp"], axes, allowed)
+    assert not over, over
+    got = anyreduce.reduce_log_sum_exp(values, axes)
+    with anyreduce._backends.no_accelerators():
+        want = anyreduce.reduce_log_sum_exp(values, axes)
+    assert _same_bits(np.asarray(got), np.asarray(want))
+
+
 _TOTALS = [
     "reduce_sum",
     "reduce_mean",
