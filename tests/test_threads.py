@@ -7,6 +7,7 @@ forking while they reduce, and a bad ``ANYREDUCE_NUM_THREADS`` all leave calls w
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -539,6 +540,29 @@ def test_totals_with_nans_an_order_could_tell_apart_are_the_kernels(
         with anyreduce._backends.no_accelerators():
             want = getattr(anyreduce, op)(values, None)
         assert _same_bits(np.asarray(got), np.asarray(want)), op
+
+
+@pytest.mark.parametrize("special", [math.nan, math.inf, -math.inf], ids=str)
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_torch_sums_of_data_holding_a_nan_or_an_infinity_hold_a_slab(
+    two_threads: None, special: float, axes: int | None
+) -> None:
+    """PyTorch's Sum, Mean and LogSum of float32 CPU data holding one NaN or infinity:
+    its slice's total is not finite, so the kernel sums again with every term scaled by
+    2**-64; the scaled terms are a slab at a time (they were a copy of the data: 100% of
+    the input, and 8-10x the time), and the values are the generic kernel's."""
+    torch = pytest.importorskip("torch")
+    values = _data((2048, 4096), "float32", 8)
+    values.reshape(-1)[12345] = special
+    data = torch.from_numpy(values)
+    ops = ["reduce_sum", "reduce_mean", "reduce_log_sum"]
+    over = _over("torch", data, values.nbytes, ops, axes, 0.1 * values.nbytes)
+    assert not over, over
+    for op in ops:
+        got = getattr(anyreduce, op)(data, axes)
+        with anyreduce._backends.no_accelerators():
+            want = getattr(anyreduce, op)(data, axes)
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=op)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])

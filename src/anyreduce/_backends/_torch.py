@@ -10,7 +10,7 @@ from typing import Any
 
 import array_api_compat
 
-from .._agnostic._kernels import Term, plain_total
+from .._agnostic._kernels import _SCALE, Term, plain_total, scaled_down
 from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 from .._lib._memo import library_key, memo
@@ -349,6 +349,75 @@ _LOG_SUM_IN_SLABS = Accelerator(
     ),
     exact=False,
     run=_log_sum_in_slabs,
+    min_elements=_threads.LARGE,
+)
+
+
+def _scaled_sums_in_slabs(y: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array | None:
+    """PyTorch's sums of ``y * 2**-64`` (the careful sum's terms) over ``axes``, in
+    ``dtype``, a slab of 2**19 elements at a time: slabs of kept positions, joined, or over
+    every axis flat slabs, added. None where the data are not split."""
+    import torch
+
+    def sums(part: Array) -> Array:
+        return torch.sum(part * 2.0**-_SCALE, dim=axes, keepdim=keepdims, dtype=dtype)
+
+    if len(axes) < y.ndim:
+        return _threads.split(
+            y, axes, keepdims, sums, concat=torch.cat, threaded=False, elements=_HALF_SLAB
+        )
+
+    def total(part: Array) -> Array:
+        return torch.sum(part * 2.0**-_SCALE, dtype=dtype)
+
+    parts = _threads.flat_slabs(y, total, threaded=False, elements=_HALF_SLAB)
+    if parts is None:
+        return None
+    whole = torch.sum(torch.stack(parts))
+    return whole.reshape((1,) * y.ndim) if keepdims else whole
+
+
+def _careful_sums_in_slabs(
+    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
+) -> Array | None:
+    """The generic Sum, Mean or LogSum of a CPU tensor, the careful form only where some
+    total is not finite, its scaled terms summed a slab at a time
+    (:func:`_scaled_sums_in_slabs`)."""
+    if x.requires_grad or x.numel() < _threads.LARGE or not _on_cpu(x):
+        return None
+
+    def total(
+        xp: Namespace, term: Term | None, y: Array, over: Axes, keep: bool, dtype: Any
+    ) -> Array:
+        if term is scaled_down and over:
+            found = _scaled_sums_in_slabs(y, over, keep, dtype)
+            if found is not None:
+                return found
+        return plain_total(xp, term, y, over, keep, dtype)
+
+    xp = namespace_for(x)
+    return run_kernel(profile, xp, op, x, axes, keepdims, select=select_when_needed, total=total)
+
+
+_CAREFUL_SUMS_IN_SLABS = Accelerator(
+    name="careful-sums-in-slabs",
+    ops=frozenset({"reduce_sum", "reduce_mean", "reduce_log_sum"}),
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "CPU tensors of at least 2**21 elements that do not require grad: the generic "
+        "kernel with the careful form only where some total is not finite (a NaN or an "
+        "infinity in the data, or partial sums that overflow), its terms x * 2**-64 summed "
+        "in slabs of 2**19 elements taken in turn (PyTorch threads each slab's sum), with "
+        "a kept axis long enough for two slabs or C-ordered over every axis"
+    ),
+    earned=(
+        "float32 (4096, 8192) holding one NaN, over the last, first and every axis, two "
+        "threads, by turns: 100% of the input in the scaled terms -> 1.6%; Sum and Mean "
+        "48-67 -> 18-45 ms idle (4.3-10.8 ms without the NaN, unchanged), 103-148 -> "
+        "46-115 ms beside two spinning processes"
+    ),
+    exact=False,
+    run=_careful_sums_in_slabs,
     min_elements=_threads.LARGE,
 )
 
@@ -865,6 +934,7 @@ PROFILE = Profile(
         _FUSED_NORMS,
         _CAREFUL_PRODUCT_THROUGH_NUMPY,
         _INTEGER_MEAN_THROUGH_NUMPY,
+        _CAREFUL_SUMS_IN_SLABS,
         Accelerator(
             name="careful-when-needed",
             ops=_GUARDED,
