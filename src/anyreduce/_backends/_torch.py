@@ -281,14 +281,19 @@ _HALF_THROUGH_NUMPY = Accelerator(
 _HALF_SLAB = _threads.SLAB_ELEMENTS // 2
 
 
-def _float64_sums_in_slabs(y: Array, axes: Axes, keepdims: bool) -> Array | None:
-    """PyTorch's float64 sums of ``y`` over ``axes``, a slab of 2**19 elements at a time:
-    slabs of kept positions, joined, or over every axis flat slabs, added. None where the
-    data are not split."""
+def _sums_in_slabs(
+    y: Array, axes: Axes, keepdims: bool, dtype: Any, scale: int = 0
+) -> Array | None:
+    """PyTorch's sums of ``y * 2**-scale`` over ``axes`` in ``dtype``, a slab of 2**19
+    elements at a time: slabs of kept positions, joined, or over every axis flat slabs,
+    added. None where the data are not split."""
     import torch
 
+    def terms(part: Array) -> Array:
+        return part * 2.0**-scale if scale else part
+
     def sums(part: Array) -> Array:
-        return torch.sum(part, dim=axes, keepdim=keepdims, dtype=torch.float64)
+        return torch.sum(terms(part), dim=axes, keepdim=keepdims, dtype=dtype)
 
     if len(axes) < y.ndim:
         return _threads.split(
@@ -296,7 +301,7 @@ def _float64_sums_in_slabs(y: Array, axes: Axes, keepdims: bool) -> Array | None
         )
 
     def total(part: Array) -> Array:
-        return torch.sum(part, dtype=torch.float64)
+        return torch.sum(terms(part), dtype=dtype)
 
     parts = _threads.flat_slabs(y, total, threaded=False, elements=_HALF_SLAB)
     if parts is None:
@@ -309,12 +314,12 @@ def _log_sum_in_slabs(
     op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
 ) -> Array | None:
     """The generic LogSum of a bfloat16 CPU tensor, given its plain float64 total taken a
-    slab at a time (:func:`_float64_sums_in_slabs`); None where the data are not split."""
+    slab at a time (:func:`_sums_in_slabs`); None where the data are not split."""
     if x.requires_grad or not _on_cpu(x):
         return None
     import torch
 
-    sums = _float64_sums_in_slabs(x, axes, keepdims)
+    sums = _sums_in_slabs(x, axes, keepdims, torch.float64)
     if sums is None:
         return None
 
@@ -353,36 +358,12 @@ _LOG_SUM_IN_SLABS = Accelerator(
 )
 
 
-def _scaled_sums_in_slabs(y: Array, axes: Axes, keepdims: bool, dtype: Any) -> Array | None:
-    """PyTorch's sums of ``y * 2**-64`` (the careful sum's terms) over ``axes``, in
-    ``dtype``, a slab of 2**19 elements at a time: slabs of kept positions, joined, or over
-    every axis flat slabs, added. None where the data are not split."""
-    import torch
-
-    def sums(part: Array) -> Array:
-        return torch.sum(part * 2.0**-_SCALE, dim=axes, keepdim=keepdims, dtype=dtype)
-
-    if len(axes) < y.ndim:
-        return _threads.split(
-            y, axes, keepdims, sums, concat=torch.cat, threaded=False, elements=_HALF_SLAB
-        )
-
-    def total(part: Array) -> Array:
-        return torch.sum(part * 2.0**-_SCALE, dtype=dtype)
-
-    parts = _threads.flat_slabs(y, total, threaded=False, elements=_HALF_SLAB)
-    if parts is None:
-        return None
-    whole = torch.sum(torch.stack(parts))
-    return whole.reshape((1,) * y.ndim) if keepdims else whole
-
-
 def _careful_sums_in_slabs(
     op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
 ) -> Array | None:
     """The generic Sum, Mean or LogSum of a CPU tensor, the careful form only where some
     total is not finite, its scaled terms summed a slab at a time
-    (:func:`_scaled_sums_in_slabs`)."""
+    (:func:`_sums_in_slabs`)."""
     if x.requires_grad or x.numel() < _threads.LARGE or not _on_cpu(x):
         return None
 
@@ -390,7 +371,7 @@ def _careful_sums_in_slabs(
         xp: Namespace, term: Term | None, y: Array, over: Axes, keep: bool, dtype: Any
     ) -> Array:
         if term is scaled_down and over:
-            found = _scaled_sums_in_slabs(y, over, keep, dtype)
+            found = _sums_in_slabs(y, over, keep, dtype, scale=_SCALE)
             if found is not None:
                 return found
         return plain_total(xp, term, y, over, keep, dtype)
