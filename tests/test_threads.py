@@ -562,6 +562,32 @@ def test_torch_sums_of_data_holding_a_nan_or_an_infinity_hold_a_slab(
         np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=op)
 
 
+@pytest.mark.parametrize("special", ["inf", "huge", "tiny row"])
+@pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+def test_float64_l2_of_data_beyond_the_squares_range_holds_a_tile(
+    two_threads: None, special: str, axes: int | None
+) -> None:
+    """Float64 L2 of data whose squares overflow (an infinity, a value near the maximum)
+    or underflow (a row of tiny values): float64 has no wider type, so the kernel sums the
+    squares of each slice divided by a power-of-two scale. Those scaled squares are a tile
+    at a time, as the plain squares are, and the largest magnitude taken without |x|
+    (they were the data's size, several times over: 200% of the input and 12x the time);
+    the values are the generic kernel's bit for bit."""
+    values = _data((2048, 2048), "float64", 13)
+    if special == "inf":
+        values[100, 200] = np.inf
+    elif special == "huge":
+        values[100, 200] = np.finfo(np.float64).max / 2
+    else:
+        values[100] *= 1e-300
+        values[:, 100] *= 1e-300
+    # A tile of the largest size on each of the two threads, as the plain squares hold.
+    allowed = 2 * 2**18 * values.itemsize + 0.02 * values.nbytes
+    over = _over("numpy", values, values.nbytes, ["reduce_l2"], axes, allowed)
+    assert not over, over
+    _assert_the_kernels_bits(values, ["reduce_l2"], axes)
+
+
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
 @pytest.mark.parametrize("axes", [1, 0], ids=["last", "first"])
 def test_integer_terms_of_large_data_hold_a_tile(two_threads: None, dtype: str, axes: int) -> None:

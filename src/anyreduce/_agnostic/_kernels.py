@@ -30,6 +30,7 @@ __all__ = [
     "KERNELS",
     "Context",
     "Kernel",
+    "ScaledSquare",
     "magnitude",
     "plain_total",
     "scaled_down",
@@ -105,7 +106,8 @@ def plain_total(
     """The sum over ``axes``, accumulated in ``dtype``, of ``term(xp, y)`` (of ``y`` itself
     for None): the plain total of Sum, Mean, LogSum, SumSquare, L1 and L2 (of integers:
     SumSquare and L1, wrapped in their type), and the careful one of Sum, Mean, LogSum
-    (:func:`scaled_down`) and L2 (:func:`wide_square`).
+    (:func:`scaled_down`) and L2 (:func:`wide_square`; without a wider float, the squares
+    of each slice scaled by a power of two, :class:`ScaledSquare`).
 
     An eager backend may compute the same values another way (one pass over the data, the
     term taken block by block), given as ``Context.total``."""
@@ -344,8 +346,25 @@ def _squares_fit(xp: Namespace, dtype: Any, wide: Any) -> bool:
     )
 
 
-def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
-    """Per slice (keepdims): a scale s, a power of two, and the sum of (y / s) ** 2.
+class ScaledSquare:
+    """The term of L2's scaled sum of squares: ``(y / s) ** 2``, with ``s = low * high``
+    per slice (keepdims) applied as two divisions (:func:`_scaled_squares`)."""
+
+    __slots__ = ("high", "low")
+
+    def __init__(self, low: Array, high: Array) -> None:
+        self.low, self.high = low, high
+
+    def __call__(self, xp: Namespace, y: Array) -> Array:
+        z = (y / self.low) / self.high
+        return z * z
+
+
+def _scaled_squares(
+    xp: Namespace, y: Array, axes: Axes, total: Total = plain_total
+) -> tuple[Array, Array]:
+    """Per slice (keepdims): a scale s, a power of two, and the sum of (y / s) ** 2
+    (taken by ``total``, the kernel's ``Context.total``).
 
     s is 2**32 below the slice's largest magnitude m where m >= 1, and 2**32 above it
     where m < 1. The squares of scaled values up to 2**33 add up without overflow (up to
@@ -365,7 +384,8 @@ def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
     two divisions by halves of its exponent: XLA rewrites x / s into x * (1 / s), and 1 / s
     is subnormal, so flushed to zero, for s above 2**126 in float32.
     """
-    m = xp.max(xp.abs(y), axis=axes, keepdims=True)
+    # The largest magnitude, max |y|, without a temporary |y| of the data's size.
+    m = xp.maximum(xp.max(y, axis=axes, keepdims=True), -xp.min(y, axis=axes, keepdims=True))
     info = xp.finfo(y.dtype)
     # An all-zero slice keeps m = 1: its derivatives are masked in the root.
     unscaled = (m == 0) | ~xp.isfinite(m)
@@ -377,8 +397,7 @@ def _scaled_squares(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
     exponent = xp.where(exponent >= 0, exponent - _MARGIN, exponent + _MARGIN)
     half = xp.floor(exponent / 2)
     low, high = 2.0**half, 2.0 ** (exponent - half)
-    z = (y / low) / high
-    return low * high, rsum(xp, z * z, axes, True, y.dtype)
+    return low * high, total(xp, ScaledSquare(low, high), y, axes, True, y.dtype)
 
 
 def _merge_scaled(xp: Namespace, parts: tuple[Array, ...], axes: Axes) -> tuple[Array, ...]:
@@ -405,7 +424,8 @@ def _scaled_root(ctx: Context, y: Array, axes: Axes) -> Array:
     """L2 (keepdims) of each slice divided by its scale, then scaled back (exactly: the
     scale is a power of two, applied in two halves)."""
     xp = ctx.xp
-    scale, total = ctx.parts(xp, y, axes, _scaled_squares, _merge_scaled, (1.0, 0.0), y.dtype)
+    partial = functools.partial(_scaled_squares, total=ctx.total)
+    scale, total = ctx.parts(xp, y, axes, partial, _merge_scaled, (1.0, 0.0), y.dtype)
     exponent = xp.round(xp.log2(scale))
     half = xp.floor(exponent / 2)
     return xp.multiply(_root(xp, total) * 2.0**half, 2.0 ** (exponent - half))
