@@ -562,6 +562,57 @@ def test_torch_sums_of_data_holding_a_nan_or_an_infinity_hold_a_slab(
         np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=op)
 
 
+_ONE_PATTERN = {
+    "relu": "zeros of one sign (Min of ReLU outputs)",
+    "-0.0": "zeros of the other sign",
+    "np.nan": "NaN where values are missing",
+}
+_TWO_PATTERNS = {
+    "0.0 and -0.0": "zeros of both signs",
+    "-np.nan": "a NaN NumPy's loops do not make themselves",
+    "np.nan and -np.nan": "NaNs of two bit patterns",
+}
+
+
+def _extreme_data(dtype: str, case: str) -> Any:
+    values = _data((2048, 2048), "float32", 14)
+    flat = values.reshape(-1)
+    places = np.random.default_rng(14).choice(flat.size, size=300, replace=False)
+    if case in {"relu", "-0.0", "0.0 and -0.0"}:
+        values = np.abs(values)
+        flat = values.reshape(-1)
+        flat[places] = 0.0 if case == "relu" else -0.0
+        if case == "0.0 and -0.0":
+            flat[places[::2]] = 0.0
+    else:
+        flat[places] = -np.nan if case == "-np.nan" else np.nan
+        if case == "np.nan and -np.nan":
+            flat[places[::2]] = -np.nan
+    return values.astype(backends.np_dtype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", ">f4"])
+@pytest.mark.parametrize("case", [*_ONE_PATTERN, *_TWO_PATTERNS])
+def test_extremes_over_every_axis_of_zeros_and_nans(
+    two_threads: None, dtype: str, case: str
+) -> None:
+    """Max and Min over every axis of data whose extreme is a zero or a NaN. Which zero
+    or NaN NumPy's loop returns among several of different bits depends on the loop (its
+    vector loop returns np.nan's bits for any NaN), so the pieces' extremes give it only
+    where every zero has one sign, or every NaN np.nan's bits: those results stay in the
+    pieces (they went back to the kernel: bfloat16 held 200% of the input, lifted whole),
+    and every result is the generic kernel's bit for bit."""
+    data = _extreme_data(dtype, case)
+    ops = ["reduce_max", "reduce_min"]
+    if case in _ONE_PATTERN:
+        # A piece of bfloat16 or of the other byte order is lifted into native float32
+        # (2**19 elements) on each of the two threads, beside a mask of the NaNs of 2**18.
+        allowed = 2 * (2**19 * 4 + 2**18) + 0.02 * data.nbytes
+        over = _over("numpy", data, data.nbytes, ops, None, allowed)
+        assert not over, over
+    _assert_the_kernels_bits(data, ops, None)
+
+
 @pytest.mark.parametrize("special", ["inf", "huge", "tiny row"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
 def test_float64_l2_of_data_beyond_the_squares_range_holds_a_tile(
