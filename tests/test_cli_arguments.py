@@ -109,7 +109,7 @@ def test_bad_argument_is_one_line_and_status_2(
 
 # (arguments, what the message quotes, the option it suggests or None)
 UNKNOWN = [
-    (["conformance", "--backends", "torch"], "--backends torch", "--backend"),
+    (["conformance", "--backnd", "torch"], "--backnd torch", "--backend"),
     (["conformance", "extra"], "extra", None),
     (["demo", "--axis", "1"], "--axis 1", "--axes"),
     (["bench", "--quick", "--no-such-option"], "--no-such-option", None),
@@ -187,6 +187,31 @@ def test_good_arguments_reach_the_command(
     monkeypatch.setattr(module, "run", lambda args: seen.append(getattr(args, option)) or 0)
     assert _cli.main(argv) == 0
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [("bench", "backends"), ("conformance", "backend"), ("parity", "backend")],
+)
+@pytest.mark.parametrize(
+    "spelt",
+    [
+        ["--backend", "numpy", "--backend", "torch"],
+        ["--backends", "numpy", "torch"],
+        ["--backends", "numpy", "--backend", "torch"],
+    ],
+    ids=" ".join,
+)
+def test_every_command_takes_backends_spelt_either_way(
+    command: str, option: str, spelt: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--backend NAME`` (repeatable) and ``--backends NAME ...`` mean the same in every
+    command that takes backends (``bench`` took only the second, the others the first)."""
+    seen: list[object] = []
+    module = __import__(f"anyreduce._commands.{command}", fromlist=["run"])
+    monkeypatch.setattr(module, "run", lambda args: seen.append(getattr(args, option)) or 0)
+    assert _cli.main([command, *spelt]) == 0
+    assert seen == [["numpy", "torch"]]
 
 
 def test_good_output_paths_are_written_after_the_run(

@@ -14,7 +14,33 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["SavedRun", "at_least", "bench_result", "output_file", "plot_file"]
+__all__ = [
+    "SavedRun",
+    "add_backend_options",
+    "at_least",
+    "bench_result",
+    "output_file",
+    "plot_file",
+]
+
+
+def add_backend_options(
+    parser: argparse.ArgumentParser, dest: str, help: str, choices: Any = None
+) -> None:
+    """The backends a command runs, spelt alike by every command: ``--backend NAME``
+    (repeatable) or ``--backends NAME [NAME ...]``, both adding to one list, ``dest``."""
+    parser.add_argument(
+        "--backend", dest=dest, action="append", choices=choices, metavar="NAME", help=help
+    )
+    parser.add_argument(
+        "--backends",
+        dest=dest,
+        action="extend",
+        nargs="+",
+        choices=choices,
+        metavar="NAME",
+        help="several at once: the same as --backend for each",
+    )
 
 
 def at_least(low: int, what: str) -> Callable[[str], int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .._lib._libraries import LIBRARIES
 from .._lib._ops import OPS
-from ._arguments import at_least, bench_result, output_file, plot_file
+from ._arguments import add_backend_options, at_least, bench_result, output_file, plot_file
 
 NAME = "bench"
 HELP = (
@@ -32,12 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="smoke test: small data, few repeats, no targets judged",
     )
-    parser.add_argument(
-        "--backends",
-        nargs="+",
-        choices=BACKENDS,
-        metavar="NAME",
-        help=f"{', '.join(BACKENDS)} (default: numpy torch jax)",
+    add_backend_options(
+        parser,
+        "backends",
+        f"a backend to time (repeatable; one of {', '.join(BACKENDS)}; default: numpy torch jax)",
+        BACKENDS,
     )
     parser.add_argument(
         "--ops", nargs="+", choices=tuple(OPS), metavar="OP", help="e.g. reduce_l2 (default: all)"

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from .._conformance._engine import COLUMNS, SUITES
-from ._arguments import at_least, output_file
+from ._arguments import add_backend_options, at_least, output_file
 
 NAME = "conformance"
 HELP = "run the ONNX and OpenVINO conformance cases on every installed backend and runtime"
@@ -23,12 +23,11 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--backend",
-        action="append",
-        choices=COLUMNS,
-        metavar="NAME",
-        help=f"test only this backend or runtime (repeatable; one of {', '.join(COLUMNS)})",
+    add_backend_options(
+        parser,
+        "backend",
+        f"test only this backend or runtime (repeatable; one of {', '.join(COLUMNS)})",
+        COLUMNS,
     )
     parser.add_argument(
         "--suite",

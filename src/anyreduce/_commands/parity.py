@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._arguments import at_least
+from ._arguments import add_backend_options, at_least
 
 NAME = "parity"
 HELP = "compare reductions across backends, runtimes and frameworks, against the exact result"
@@ -56,12 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="seed of the data, 0 or more (default: 0)",
     )
-    parser.add_argument(
-        "--backend",
-        action="append",
-        metavar="NAME",
-        help="only this backend, runtime or framework (repeatable)",
-    )
+    add_backend_options(parser, "backend", "only this backend, runtime or framework (repeatable)")
     parser.add_argument(
         "--native", action="store_true", help="also the frameworks' own functions of the op"
     )
