@@ -360,8 +360,8 @@ _ONE_PASS_DTYPES = frozenset({"float32", "float64", "int32", "uint32", "int64", 
 # The terms the one-pass totals write into a buffer; the careful forms' (``scaled_down``,
 # ``wide_square``, and float64 L2's ``ScaledSquare``) so that a slice that needs one makes
 # no temporary of the data's size. Float64 (4096, 8192) L2 holding an infinity or a value
-# whose square overflows: 200% of the input in the scaled squares -> 1.7%, 310-340 ->
-# 88-107 ms (20.6-23.0 ms without it).
+# whose square overflows, by turns: 200% of the input in the scaled squares -> 1.7%,
+# 304-353 -> 99-128 ms (24-29 ms without it).
 _ONE_PASS_TERMS = (None, square, magnitude, scaled_down, wide_square)
 
 
