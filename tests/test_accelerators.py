@@ -499,6 +499,67 @@ def test_one_pass_totals_take_the_careful_terms_bit_for_bit(
         assert got.tobytes() == want.tobytes(), term.__name__
 
 
+_LINEAR_TOTALS = {"reduce_sum", "reduce_mean", "reduce_log_sum"}
+
+
+def _few_suspect_rows(dtype: str, shape: tuple[int, int], kind: str) -> np.ndarray:
+    """Normal data with a few suspect rows: a NaN, an infinity, partial sums that overflow
+    ([huge, huge, -huge, ...]), squares that underflow, all zeros, or one of each
+    (``"each"``)."""
+    huge, tiny = (3e38, 1e-30) if dtype == "float32" else (1.7e308, 1e-200)
+    values = np.random.default_rng(13).standard_normal(shape)
+    width = shape[1]
+    cancelling = np.resize([huge, huge, -huge], width)
+    rows = {
+        "nan": (5, np.where(np.arange(width) == 7, math.nan, 1.0)),
+        "inf": (40, np.where(np.arange(width) == 3, math.inf, 1.0)),
+        "overflow": (77, cancelling),
+        "underflow": (200, np.full(width, tiny)),
+        "zeros": (301, np.zeros(width)),
+    }
+    for name, (row, filled) in rows.items():
+        if kind in (name, "each"):
+            values[row] = filled
+    return values.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [(1,), (0,)], ids=["last", "first"])
+@pytest.mark.parametrize("kind", ["nan", "inf", "overflow", "zeros", "each"])
+def test_one_pass_totals_compute_a_few_suspect_slices_alone(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, axes: tuple[int, ...], kind: str
+) -> None:
+    """Where a few rows (or columns) are suspect, NaN, infinite, overflowing on the way,
+    underflowing squares or all zeros, the one-pass accelerators compute those slices
+    again alone (a lone column taken twice): bit for bit the generic kernel."""
+    from anyreduce._backends import _numpy
+
+    again: list[int] = []
+    slices_again = _numpy._slices_again
+
+    def spy(op: str, x: Any, over: Any, result: Any, flags: Any, *rest: Any) -> Any:
+        again.append(int(np.count_nonzero(flags)))
+        return slices_again(op, x, over, result, flags, *rest)
+
+    monkeypatch.setattr(_numpy, "_slices_again", spy)
+    name = {(1,): "last-axes-in-one-pass", (0,): "first-axis-in-one-pass"}[axes]
+    profile, accelerator = next((p, a) for p, a in _REGISTERED if a.name == name)
+    rows = _few_suspect_rows(dtype, (2**10 + 3, 2**11 + 1), kind)
+    values = np.ascontiguousarray(rows.T) if axes == (0,) else rows
+    for op in sorted(accelerator.ops):
+        again.clear()
+        got = accelerator.run(op, values, axes, True, profile)
+        with no_accelerators():
+            want = getattr(anyreduce, op)(values, list(axes))
+        _assert_same(got, want, dtype, exact=True, what=f"{op} {dtype} {kind}")
+        # The kinds that make a slice suspect: a total that is not finite (Sum, Mean,
+        # LogSum); for L2, a sum of squares that is inf or 0.
+        careful = {"reduce_l2": {"inf", "overflow", "zeros", "each"}}.get(
+            op, {"nan", "inf", "overflow", "each"} if op in _LINEAR_TOTALS else set()
+        )
+        assert bool(again) == (kind in careful), op
+
+
 # --- CUDA: where a host read is not allowed -------------------------------------------------
 
 
