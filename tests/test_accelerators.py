@@ -523,41 +523,64 @@ def _few_suspect_rows(dtype: str, shape: tuple[int, int], kind: str) -> np.ndarr
     return values.astype(dtype)
 
 
+# The accelerators that take a few suspect slices alone, by layout; the last is PyTorch's.
+_LATER = {
+    (1,): ["last-axes-in-one-pass", "careful-sums-in-slabs"],
+    (0,): ["first-axis-in-one-pass", "careful-sums-in-slabs"],
+}
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("axes", [(1,), (0,)], ids=["last", "first"])
-@pytest.mark.parametrize("kind", ["nan", "inf", "overflow", "zeros", "each"])
-def test_one_pass_totals_compute_a_few_suspect_slices_alone(
-    monkeypatch: pytest.MonkeyPatch, dtype: str, axes: tuple[int, ...], kind: str
+@pytest.mark.parametrize("kind", ["nan", "inf", "overflow", "underflow", "zeros", "each"])
+@pytest.mark.parametrize("torch_tensor", [False, True], ids=["numpy", "torch"])
+def test_a_few_suspect_slices_are_computed_alone(
+    monkeypatch: pytest.MonkeyPatch,
+    dtype: str,
+    axes: tuple[int, ...],
+    kind: str,
+    torch_tensor: bool,
 ) -> None:
     """Where a few rows (or columns) are suspect, NaN, infinite, overflowing on the way,
-    underflowing squares or all zeros, the one-pass accelerators compute those slices
-    again alone (a lone column taken twice): bit for bit the generic kernel."""
-    from anyreduce._backends import _numpy
+    underflowing squares or all zeros, NumPy's one-pass accelerators and PyTorch's
+    careful sums compute those slices again alone (a lone column taken twice): bit for bit
+    the generic kernel (PyTorch's: within the bound, as the accelerator is held)."""
+    from anyreduce._backends._common import CarefulLater
 
     again: list[int] = []
-    slices_again = _numpy._slices_again
+    finish = CarefulLater.finish
 
-    def spy(op: str, x: Any, over: Any, result: Any, flags: Any, *rest: Any) -> Any:
-        again.append(int(np.count_nonzero(flags)))
-        return slices_again(op, x, over, result, flags, *rest)
+    def spy(self: CarefulLater, *args: Any) -> Any:
+        if self.flags is not None and self.flags is not False:
+            again.append(int(np.count_nonzero(to_numpy(self.flags))))
+        return finish(self, *args)
 
-    monkeypatch.setattr(_numpy, "_slices_again", spy)
-    name = {(1,): "last-axes-in-one-pass", (0,): "first-axis-in-one-pass"}[axes]
-    profile, accelerator = next((p, a) for p, a in _REGISTERED if a.name == name)
+    monkeypatch.setattr(CarefulLater, "finish", spy)
+    name = _LATER[axes][torch_tensor]
     rows = _few_suspect_rows(dtype, (2**10 + 3, 2**11 + 1), kind)
     values = np.ascontiguousarray(rows.T) if axes == (0,) else rows
+    data: Any = values
+    if torch_tensor:
+        data = pytest.importorskip("torch").from_numpy(values)
+    found = [(p, a) for p, a in _REGISTERED if a.name == name]
+    if not found:
+        pytest.skip(f"{name} is not registered")
+    ((profile, accelerator),) = found
     for op in sorted(accelerator.ops):
         again.clear()
-        got = accelerator.run(op, values, axes, True, profile)
+        got = accelerator.run(op, data, axes, True, profile)
+        what = f"{op} {dtype} {kind}"
+        assert got is not None, what
         with no_accelerators():
-            want = getattr(anyreduce, op)(values, list(axes))
-        _assert_same(got, want, dtype, exact=True, what=f"{op} {dtype} {kind}")
-        # The kinds that make a slice suspect: a total that is not finite (Sum, Mean,
-        # LogSum); for L2, a sum of squares that is inf or 0.
-        careful = {"reduce_l2": {"inf", "overflow", "zeros", "each"}}.get(
-            op, {"nan", "inf", "overflow", "each"} if op in _LINEAR_TOTALS else set()
+            want = getattr(anyreduce, op)(data, list(axes))
+        _assert_same(got, want, dtype, exact=accelerator.exact, what=what)
+        # The rows that are suspect: a total that is not finite (Sum, Mean, LogSum); for
+        # L2, a sum of squares that is inf, 0 or below the smallest normal number / eps**2.
+        careful = {"reduce_l2": {"inf", "overflow", "underflow", "zeros"}}.get(
+            op, {"nan", "inf", "overflow"} if op in _LINEAR_TOTALS else set()
         )
-        assert bool(again) == (kind in careful), op
+        present = {"nan", "inf", "overflow", "underflow", "zeros"} if kind == "each" else {kind}
+        assert again == ([len(careful & present)] if careful & present else []), what
 
 
 # --- CUDA: where a host read is not allowed -------------------------------------------------

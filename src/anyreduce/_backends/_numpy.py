@@ -36,6 +36,7 @@ from ._common import (
     BLOCK,
     MERGES,
     PIECE,
+    CarefulLater,
     FixedInfo,
     Shim,
     axis_block_sum,
@@ -565,91 +566,11 @@ def _in_one_pass(
         if x.dtype.kind in "iu" and not _integer_terms(op, x):
             return None
         xp = namespace_for(x)
-        later = _CarefulLater(x, axes)
+        later = CarefulLater(x, axes)
         result = run_kernel(profile, xp, op, x, axes, keepdims, select=later, total=total)
-        if later.flags is None or later.flags is False:
-            return result
-        return _slices_again(op, x, axes, result, later.flags, profile, total)
+        return later.finish(op, x, result, profile, total)
 
     return run
-
-
-#: The most suspect slices, as a share of all, that :class:`_CarefulLater` leaves to be
-#: computed again alone: they are copied out of the data, so a 16th holds at most 6.3% of
-#: the input. Float32 (4096, 8192) Sum over the last axis with one NaN took 19-23 ms where
-#: the careful form was taken over all the data, 7 ms clean.
-_LATER_SHARE = 16
-
-
-class _CarefulLater:
-    """The select of :func:`_in_one_pass`. Where some slices are suspect, at most a
-    ``_LATER_SHARE``-th of them, it keeps the plain values and notes those slices (and, from
-    then on, those of every later select of the kernel): :func:`_slices_again` computes
-    them alone afterwards, so data with a few NaN, infinite or all-zero rows or columns pays
-    the careful form for those only. Where more are suspect it is ``select_when_needed``.
-
-    ``flags`` is None while no slice was suspect, False once the careful forms are taken
-    at once, else the noted slices (one flag each, in C order)."""
-
-    __slots__ = ("flags", "slices")
-
-    def __init__(self, x: Array, axes: Axes) -> None:
-        self.slices = math.prod(n for i, n in enumerate(x.shape) if i not in axes)
-        self.flags: Any = None
-
-    def __call__(
-        self, xp: Namespace, suspect: Array, careful: Callable[[], Array], plain: Array
-    ) -> Array:
-        import numpy as np
-
-        flags = np.reshape(suspect, -1)
-        if self.flags is None:
-            count = int(np.count_nonzero(flags))
-            if count == 0:
-                return plain
-            if count * _LATER_SHARE > self.slices or flags.size != self.slices:
-                self.flags = False
-            else:
-                self.flags = flags.copy()
-                return plain
-        if self.flags is False:
-            return select_when_needed(xp, suspect, careful, plain)
-        self.flags |= flags
-        return plain
-
-
-def _slices_again(
-    op: str,
-    x: Array,
-    axes: Axes,
-    result: Array,
-    flags: Array,
-    profile: Profile,
-    total: Total,
-) -> Array:
-    """``result`` with the slices ``flags`` marks replaced by the generic kernel's values
-    for them, computed on a copy of those slices alone, which keeps each slice's order of
-    additions: the rows of a sum over trailing axes, the columns (two at least) of a sum
-    over the first axis."""
-    import numpy as np
-
-    picked = np.flatnonzero(flags)
-    if axes == (0,) and x.ndim > 1:
-        # A single column's blocks of 16 rows NumPy adds pairwise, many columns' row after
-        # row, as in the data: a lone column is taken twice.
-        taken = picked if picked.size > 1 else np.repeat(picked, 2)
-        part = np.take(x.reshape(x.shape[0], -1), taken, axis=1)  # C-ordered, as [:, taken] is not
-        over: Axes = (0,)
-    else:
-        kept = x.ndim - len(axes)
-        part = x.reshape(-1, *x.shape[kept:])[picked]
-        over = tuple(range(1, 1 + len(axes)))
-    values = run_kernel(
-        profile, namespace_for(part), op, part, over, False, select=select_when_needed, total=total
-    )
-    out = np.array(result)  # a copy, C-ordered
-    out.reshape(-1)[picked] = values[: picked.size]
-    return out
 
 
 _FIRST_AXIS = Accelerator(
