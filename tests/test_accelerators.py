@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import tracemalloc
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -581,6 +582,69 @@ def test_a_few_suspect_slices_are_computed_alone(
         )
         present = {"nan", "inf", "overflow", "underflow", "zeros"} if kind == "each" else {kind}
         assert again == ([len(careful & present)] if careful & present else []), what
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes", "where", "count"),
+    [
+        ((515, 1025), (1,), (7, slice(None)), 1),
+        ((1025, 515), (0,), (slice(None), 7), 1),
+        ((35, 16, 1025), (2,), (3, 9, slice(None)), 1),
+        ((1025, 35, 16), (0,), (slice(None), 3, 9), 1),
+        ((1025, 35, 16), (0,), (slice(None), slice(3, 5), 9), 2),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("kind", ["nan", "inf", "zero"])
+def test_a_few_suspect_products_are_computed_alone(
+    monkeypatch: pytest.MonkeyPatch,
+    shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    where: tuple[Any, ...],
+    count: int,
+    kind: str,
+) -> None:
+    """``careful-product-in-pieces`` on data whose products are in range but for a row or
+    column (two, in the last case) holding a NaN, an infinity or a zero: those slices
+    alone take the zero count and the careful product, on a copy indexed out of the data
+    (a slab of columns, as ``threads`` hands it, is not copied whole), within the bound;
+    the others' products are NumPy's own."""
+    from anyreduce._backends._common import CarefulLater
+
+    again: list[int] = []
+    finish = CarefulLater.finish
+
+    def spy(self: CarefulLater, *args: Any) -> Any:
+        if self.flags is not None and self.flags is not False:
+            again.append(int(np.count_nonzero(self.flags)))
+        return finish(self, *args)
+
+    monkeypatch.setattr(CarefulLater, "finish", spy)
+    name = "careful-product-in-pieces"
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("numpy", name)
+    ]
+    rng = np.random.default_rng(17)
+    values = (1 + 0.001 * rng.standard_normal(shape)).astype(np.float32)
+    values[where] = {"nan": math.nan, "inf": math.inf, "zero": 0.0}[kind]
+    if axes == (0,):  # a view of every other column, as a slab of columns is a view
+        wide = np.empty((shape[0], 2 * math.prod(shape[1:])), np.float32)
+        wide[:, ::2] = values.reshape(shape[0], -1)
+        values = wide[:, ::2].reshape(shape)
+    accelerator.run("reduce_prod", values, axes, True, profile)  # first calls' caches
+    again.clear()
+    tracemalloc.start()
+    try:
+        got = accelerator.run("reduce_prod", values, axes, True, profile)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    with no_accelerators():
+        want = anyreduce.reduce_prod(values, list(axes))
+    assert got is not None
+    _assert_same(got, want, "float32", exact=False, what=kind)
+    assert again == [count]
+    assert peak < values.nbytes / 4, f"{peak / values.nbytes:.0%} of the input"
 
 
 # --- CUDA: where a host read is not allowed -------------------------------------------------

@@ -10,6 +10,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from .._agnostic._kernels import Total, plain_total
 from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 from . import _threads
@@ -202,12 +203,16 @@ class CarefulLater:
         self.flags = self.flags | flags
         return plain
 
-    def finish(self, op: str, x: Array, result: Array, profile: Profile, total: Any) -> Array:
+    def finish(
+        self, op: str, x: Array, result: Array, profile: Profile, total: Total = plain_total
+    ) -> Array:
         """``result`` with the noted slices replaced by the generic kernel's values for
-        them, computed on a copy of those slices alone (taken with ``total``), which keeps
-        each slice's order of additions in NumPy: the rows of a sum over trailing axes,
-        the columns of a sum over the first axis (NumPy adds a single column's blocks of 16
-        rows pairwise, many columns' row after row: a lone column is taken twice)."""
+        them, computed on a C-ordered copy of those slices alone (taken with ``total``),
+        which keeps each slice's order of additions in NumPy: the rows of a sum over
+        trailing axes, the columns of a sum over the first axis (NumPy adds a single
+        column's blocks of 16 rows pairwise, many columns' row after row: a lone column is
+        taken twice). The slices are indexed in place: data that are a view (a slab of
+        columns) are not copied whole, as ``take`` and ``reshape`` would copy them."""
         if self.flags is None or self.flags is False:
             return result
         xp = namespace_for(x)
@@ -215,18 +220,30 @@ class CarefulLater:
         count = int(picked.shape[0])
         if self.axes == (0,) and x.ndim > 1:
             taken = picked if count > 1 else xp.concat([picked, picked])
-            part = xp.take(xp.reshape(x, (x.shape[0], -1)), taken, axis=1)
+            columns = (slice(None), *_unravelled(taken, tuple(x.shape[1:])))
+            part = x[columns]
             over: Axes = (0,)
         else:
             kept = x.ndim - len(self.axes)
-            part = xp.take(xp.reshape(x, (-1, *x.shape[kept:])), picked, axis=0)
+            part = x[_unravelled(picked, tuple(x.shape[:kept]))]
             over = tuple(range(1, 1 + len(self.axes)))
+        # A C-ordered copy, where the indexing gave another order (NumPy's [:, columns]).
+        part = xp.reshape(xp.reshape(part, (-1,)), tuple(part.shape))
         values = run_kernel(
             profile, xp, op, part, over, False, select=select_when_needed, total=total
         )
         out = xp.reshape(xp.asarray(result, copy=True), (-1,))
         out[picked] = values[:count]
         return xp.reshape(out, tuple(result.shape))
+
+
+def _unravelled(flat: Array, shape: tuple[int, ...]) -> tuple[Array, ...]:
+    """The indices along each axis of ``shape`` of the C-ordered positions ``flat``."""
+    indices = []
+    for i, n in enumerate(shape):
+        inner = math.prod(shape[i + 1 :])
+        indices.append((flat // inner) % n)
+    return tuple(indices)
 
 
 #: Block length of the blocked float sum: each level adds at most this many terms in a row.
@@ -471,12 +488,7 @@ def statistics_in_pieces(
     # elements: bfloat16 (4096, 8192) Prod over the first axis, two threads, held 9.9-10.1%
     # of the input with pieces sized by the carrier's.
     parts = functools.partial(in_pieces, itemsize=int(x.dtype.itemsize))
-    return run_kernel(
-        dataclasses.replace(profile, parts=parts),
-        namespace_for(x),
-        op,
-        x,
-        axes,
-        keepdims,
-        select=select_when_needed,
-    )
+    pieces = dataclasses.replace(profile, parts=parts)
+    later = CarefulLater(x, axes)
+    result = run_kernel(pieces, namespace_for(x), op, x, axes, keepdims, select=later)
+    return later.finish(op, x, result, pieces)

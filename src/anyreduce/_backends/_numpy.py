@@ -1471,13 +1471,15 @@ CAREFUL_PRODUCT_IN_PIECES = Accelerator(
         "as parts (where some product is 0, the count of zeros; the careful product's "
         "log2 of the significands, exponents and counts) in pieces of 2**16 elements "
         "(2**15 of 2-byte data), merged two at a time; the careful form only where some "
-        "slice needs it. Data held in a carrier over every axis: not lifted whole, each "
-        "piece lifted alone"
+        "slice needs it (over trailing axes or the first axis, a few suspect slices, a 16th "
+        "at most, computed again alone: ``CarefulLater``). Data held in a carrier over "
+        "every axis: not lifted whole, each piece lifted alone"
     ),
     earned=(
         "float32 (4096, 4096) of values 1-99, every product overflowing, over the first "
         "axis and every axis: peak extra memory 825% -> 7.4% and 3.3% of the input, "
-        "392-468 -> 258-288 ms and 366-389 -> 250-289 ms (two threads)"
+        "392-468 -> 258-288 ms and 366-389 -> 250-289 ms (two threads); (4096, 8192) "
+        "near 1 with one NaN, first axis: 189 -> 9.5 ms"
     ),
     exact=False,
     run=_product_in_pieces,
