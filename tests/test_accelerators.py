@@ -647,6 +647,64 @@ def test_a_few_suspect_products_are_computed_alone(
     assert peak < values.nbytes / 4, f"{peak / values.nbytes:.0%} of the input"
 
 
+_NEG_NAN = -np.float64(np.nan)
+
+# Data for the careful total over every axis: (what to put where, whether the pieces whose
+# plain sums are not finite decide it without a pass over the others; None: not asked, as
+# the plain total of NaNs of two bit patterns is the kernel's own).
+_DECIDING: dict[str, tuple[list[tuple[int, Any]], bool | None]] = {
+    "nan": ([(5, np.nan)], True),
+    "-nan": ([(5, _NEG_NAN)], True),
+    "nan and -nan": ([(5, np.nan), (2**20 + 9, _NEG_NAN)], None),
+    "inf": ([(5, np.inf)], True),
+    "-inf": ([(5, -np.inf)], True),
+    "both infinities": ([(5, np.inf), (2**20 + 9, -np.inf)], True),
+    "nan and inf": ([(5, np.nan), (2**20 + 9, np.inf)], True),
+    "overflow": ([(i, "huge") for i in range(100, 104)], False),
+    "nan and overflow": ([(5, np.nan), *[(i, "huge") for i in range(2**20, 2**20 + 4)]], True),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", list(_DECIDING))
+def test_every_axis_careful_total_from_the_pieces_that_decide_it(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, kind: str
+) -> None:
+    """Over every axis, the careful total (the terms scaled by 2**-64) of data holding a
+    NaN or an infinity is decided by the pieces whose plain sums are not finite; where it
+    is not (NaNs of two bit patterns, partial sums that overflow), every piece is summed.
+    The bits of the generic kernel either way, NaN payload and sign included."""
+    from anyreduce._backends import _numpy
+
+    decided: list[bool] = []
+    decided_by = _numpy._decided_by
+
+    def spy(*args: Any) -> Any:
+        found = decided_by(*args)
+        decided.append(found is not None)
+        return found
+
+    monkeypatch.setattr(_numpy, "_decided_by", spy)
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("numpy", "every-axis-in-one-pass")
+    ]
+    huge = float(np.finfo(dtype).max) / 2
+    values = np.random.default_rng(21).standard_normal(2**21).astype(dtype)
+    places, deciding = _DECIDING[kind]
+    for place, value in places:
+        values[place] = huge if value == "huge" else value
+    values = values.reshape(2**11, 2**10)
+    for op in sorted(_LINEAR_TOTALS):
+        decided.clear()
+        got = accelerator.run(op, values, (0, 1), True, profile)
+        with no_accelerators():
+            want = getattr(anyreduce, op)(values, None)
+        assert got is not None
+        assert got.dtype == want.dtype, op
+        assert got.tobytes() == want.tobytes(), (op, got, want)
+        assert decided == ([] if deciding is None else [deciding]), op
+
+
 # --- CUDA: where a host read is not allowed -------------------------------------------------
 
 
