@@ -32,6 +32,7 @@ __all__ = [
     "named",
     "numpy_carrier",
     "numpy_logical",
+    "run_careful_later",
     "select_when_needed",
     "statistics_in_pieces",
 ]
@@ -235,6 +236,22 @@ class CarefulLater:
         out = xp.reshape(xp.asarray(result, copy=True), (-1,))
         out[picked] = values[:count]
         return xp.reshape(out, tuple(result.shape))
+
+
+def run_careful_later(
+    profile: Profile,
+    op: str,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    total: Total = plain_total,
+) -> Array:
+    """:func:`run_kernel` on eager ``x`` with :class:`CarefulLater` choosing careful slices
+    (a few suspect slices computed again alone) and ``total`` taking the totals."""
+    later = CarefulLater(x, axes)
+    xp = namespace_for(x)
+    result = run_kernel(profile, xp, op, x, axes, keepdims, select=later, total=total)
+    return later.finish(op, x, result, profile, total)
 
 
 def _unravelled(flat: Array, shape: tuple[int, ...]) -> tuple[Array, ...]:
@@ -488,7 +505,4 @@ def statistics_in_pieces(
     # elements: bfloat16 (4096, 8192) Prod over the first axis, two threads, held 9.9-10.1%
     # of the input with pieces sized by the carrier's.
     parts = functools.partial(in_pieces, itemsize=int(x.dtype.itemsize))
-    pieces = dataclasses.replace(profile, parts=parts)
-    later = CarefulLater(x, axes)
-    result = run_kernel(pieces, namespace_for(x), op, x, axes, keepdims, select=later)
-    return later.finish(op, x, result, pieces)
+    return run_careful_later(dataclasses.replace(profile, parts=parts), op, x, axes, keepdims)

@@ -36,7 +36,6 @@ from ._common import (
     BLOCK,
     MERGES,
     PIECE,
-    CarefulLater,
     FixedInfo,
     Shim,
     axis_block_sum,
@@ -48,6 +47,7 @@ from ._common import (
     named,
     numpy_carrier,
     numpy_logical,
+    run_careful_later,
     select_when_needed,
     statistics_in_pieces,
 )
@@ -623,11 +623,8 @@ def _in_one_pass(
             return None
         if x.dtype.kind in "iu" and not _integer_terms(op, x):
             return None
-        xp = namespace_for(x)
-        total = total_noting({})  # the notes of this call alone
-        later = CarefulLater(x, axes)
-        result = run_kernel(profile, xp, op, x, axes, keepdims, select=later, total=total)
-        return later.finish(op, x, result, profile, total)
+        # The notes of this call alone.
+        return run_careful_later(profile, op, x, axes, keepdims, total_noting({}))
 
     return run
 

@@ -19,13 +19,13 @@ from ._base import ALL_OPS, EXTREMES, Accelerator, Profile, namespace_for, run_k
 from ._common import (
     PIECE,
     BareShim,
-    CarefulLater,
     FixedInfo,
     Shim,
     every_axis_in_slabs,
     in_pieces,
     log_sum_exp_in_place,
     named,
+    run_careful_later,
     select_when_needed,
 )
 from ._numpy import (
@@ -377,10 +377,7 @@ def _careful_sums_in_slabs(
                 return found
         return plain_total(xp, term, y, over, keep, dtype)
 
-    xp = namespace_for(x)
-    later = CarefulLater(x, axes)
-    result = run_kernel(profile, xp, op, x, axes, keepdims, select=later, total=total)
-    return later.finish(op, x, result, profile, total)
+    return run_careful_later(profile, op, x, axes, keepdims, total)
 
 
 _CAREFUL_SUMS_IN_SLABS = Accelerator(
