@@ -585,6 +585,66 @@ def test_a_few_suspect_slices_are_computed_alone(
 
 
 @pytest.mark.parametrize(
+    "dtype", ["float32", "float64", "float16", "bfloat16", ">f4"], ids=lambda d: d.strip(">")
+)
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [
+        ((307, 433), (1,)),
+        ((433, 307), (0,)),
+        ((307, 2, 217), (1, 2)),
+        ((431, 307), (0,)),
+    ],
+    ids=["last", "first", "last-two", "first-odd-block"],
+)
+@pytest.mark.parametrize("kind", ["nan", "inf", "overflow", "underflow", "zeros", "each"])
+def test_careful_when_needed_computes_a_few_suspect_slices_alone(
+    monkeypatch: pytest.MonkeyPatch,
+    dtype: str,
+    shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    kind: str,
+) -> None:
+    """NumPy's careful-when-needed, on C-ordered data of ``LATER_ELEMENTS[op]`` or more (under
+    the one-pass accelerators' size), computes a few suspect rows or columns again alone:
+    bit for bit the generic kernel, whatever the dtype (carried ones included)."""
+    from anyreduce._backends import _numpy
+    from anyreduce._backends._common import CarefulLater
+
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    again: list[int] = []
+    finish = CarefulLater.finish
+
+    def spy(self: CarefulLater, *args: Any) -> Any:
+        if self.flags is not None and self.flags is not False:
+            again.append(int(np.count_nonzero(self.flags)))
+        return finish(self, *args)
+
+    monkeypatch.setattr(CarefulLater, "finish", spy)
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if a.name == "careful-when-needed" and p.name == "numpy"
+    ]
+    rows = _few_suspect_rows("float32", (307, math.prod(shape) // 307), kind)
+    values = np.ascontiguousarray(rows.T) if axes == (0,) else rows
+    with np.errstate(over="ignore"):  # float16: the overflowing row becomes infinite
+        values = values.reshape(shape).astype(np_dtype(dtype) if dtype != ">f4" else dtype)
+    for op in sorted(accelerator.ops):
+        assert values.flags.c_contiguous
+        assert values.size >= _numpy.LATER_ELEMENTS[op]
+        again.clear()
+        got = accelerator.run(op, values, axes, True, profile)
+        with no_accelerators():
+            want = getattr(anyreduce, op)(values, list(axes))
+        what = f"{op} {dtype} {kind}"
+        assert got.dtype == want.dtype, what
+        assert got.shape == want.shape, what
+        assert got.tobytes() == want.tobytes(), what
+        if kind == "nan" and op in _LINEAR_TOTALS and dtype in ("float32", "float64"):
+            assert again == [1], what  # the NaN's row alone
+
+
+@pytest.mark.parametrize(
     ("shape", "axes", "where", "count"),
     [
         ((515, 1025), (1,), (7, slice(None)), 1),

@@ -178,31 +178,39 @@ class CarefulLater:
     at once, else the noted slices (one flag each, in C order).
     """
 
-    __slots__ = ("axes", "flags", "slices")
+    __slots__ = ("axes", "flags", "shape")
 
     def __init__(self, x: Array, axes: Axes) -> None:
         self.axes = axes
-        self.slices = math.prod(n for i, n in enumerate(x.shape) if i not in axes)
-        trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
-        self.flags: Any = None if trailing or (axes == (0,) and x.ndim > 1) else False
+        self.shape = tuple(x.shape)
+        self.flags: Any = None
 
     def __call__(
         self, xp: Namespace, suspect: Array, careful: Callable[[], Array], plain: Array
     ) -> Array:
+        # Clean data (the common case) cost one test, as select_when_needed's.
+        if self.flags is False or not bool(xp.any(suspect)):
+            return select_when_needed(xp, suspect, careful, plain)
         flags = xp.reshape(suspect, (-1,))
         if self.flags is None:
-            count = int(xp.count_nonzero(flags))
-            if count == 0:
-                return plain
-            if count * LATER_SHARE > self.slices or flags.shape[0] != self.slices:
+            if not self._later(xp, flags):
                 self.flags = False
-            else:
-                self.flags = flags
-                return plain
-        if self.flags is False:
-            return select_when_needed(xp, suspect, careful, plain)
+                return xp.where(suspect, careful(), plain)
+            self.flags = flags
+            return plain
         self.flags = self.flags | flags
         return plain
+
+    def _later(self, xp: Namespace, flags: Array) -> bool:
+        """Whether the slices flagged, some, are left for later: a ``LATER_SHARE``-th of
+        them at most, of data reduced over trailing axes or over the first axis alone."""
+        shape, axes = self.shape, self.axes
+        trailing = axes == tuple(range(len(shape) - len(axes), len(shape)))
+        if not (trailing or (axes == (0,) and len(shape) > 1)):
+            return False
+        slices = math.prod(n for i, n in enumerate(shape) if i not in axes)
+        count = int(xp.count_nonzero(flags))
+        return bool(flags.shape[0] == slices and count * LATER_SHARE <= slices)
 
     def finish(
         self, op: str, x: Array, result: Array, profile: Profile, total: Total = plain_total
