@@ -644,6 +644,54 @@ def test_careful_when_needed_computes_a_few_suspect_slices_alone(
             assert again == [1], what  # the NaN's row alone
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axes", [(1,), (0,)], ids=["last", "first"])
+@pytest.mark.parametrize("kind", ["nan", "inf", "overflow", "zeros", "each"])
+def test_torch_careful_later_computes_a_few_suspect_slices_alone(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, axes: tuple[int, ...], kind: str
+) -> None:
+    """PyTorch's careful-later, on contiguous CPU tensors of its sizes, and its careful
+    product through NumPy compute a few suspect rows or columns again alone: within the
+    bound of the generic kernel, and only those slices (the NaN's, for the linear totals
+    and Prod)."""
+    torch = pytest.importorskip("torch")
+    from anyreduce._backends._common import CarefulLater
+
+    again: list[int] = []
+    finish = CarefulLater.finish
+
+    def spy(self: CarefulLater, *args: Any) -> Any:
+        if self.flags is not None and self.flags is not False:
+            again.append(int(torch.count_nonzero(self.flags)))
+        return finish(self, *args)
+
+    monkeypatch.setattr(CarefulLater, "finish", spy)
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("torch", "careful-later")
+    ]
+    rows = _few_suspect_rows(dtype, (2**10 + 3, 2**10 + 7), kind)
+    if kind in ("nan", "inf"):  # products in range but for the suspect row
+        rows = np.where(np.isfinite(rows), 1 + 0.001 * rows, rows).astype(dtype)
+    data = torch.from_numpy(np.ascontiguousarray(rows.T) if axes == (0,) else rows)
+    # Larger products go through NumPy's pieces first, with CarefulLater too.
+    ((_, through),) = [
+        (p, a)
+        for p, a in _REGISTERED
+        if (p.name, a.name) == ("torch", "careful-product-through-numpy")
+    ]
+    runs = [(op, accelerator) for op in sorted(accelerator.ops)] + [("reduce_prod", through)]
+    for op, chosen in runs:
+        again.clear()
+        got = chosen.run(op, data, axes, True, profile)
+        what = f"{chosen.name} {op} {dtype} {kind}"
+        assert got is not None, what
+        with no_accelerators():
+            want = getattr(anyreduce, op)(data, list(axes))
+        _assert_same(got, want, dtype, exact=False, what=what)
+        if kind == "nan" and op != "reduce_l2":
+            assert again == [1], what  # the NaN's row alone
+
+
 @pytest.mark.parametrize(
     ("shape", "axes", "where", "count"),
     [

@@ -26,7 +26,6 @@ from ._common import (
     log_sum_exp_in_place,
     named,
     run_careful_later,
-    select_when_needed,
 )
 from ._numpy import (
     _FLOATS,
@@ -745,7 +744,7 @@ def _statistics_through_numpy(
     if x.requires_grad or x.numel() < 2 * PIECE or not _on_cpu(x) or not _hostable(x):
         return None
     parts = dataclasses.replace(profile, parts=_parts_through_numpy)
-    return run_kernel(parts, namespace_for(x), op, x, axes, keepdims, select=select_when_needed)
+    return run_careful_later(parts, op, x, axes, keepdims)
 
 
 # As NumPy's statistics in pieces, the pieces NumPy's: PyTorch's own kernels on pieces of
@@ -766,9 +765,61 @@ _CAREFUL_PRODUCT_THROUGH_NUMPY = dataclasses.replace(
         "spinning processes): values 1-99, every product overflowing, 911, 896, 949 -> "
         "291, 304, 318 ms (1603, 1730, 1611 -> 452, 418, 539), 825% -> 3.4-4.4% extra "
         "memory; ReLU outputs 82, 94, 84 -> 26, 55, 33 ms (164, 183, 171 -> 35, 62, 43). "
-        "bfloat16 (4096, 8192) of normal data: 1650% -> 1.7-3.8%, 1.8-2.2 s -> 0.6-0.8 s"
+        "bfloat16 (4096, 8192) of normal data: 1650% -> 1.7-3.8%, 1.8-2.2 s -> 0.6-0.8 s. "
+        "A few suspect rows or columns alone (CarefulLater): float32 with one NaN, last "
+        "and first axis, by turns, (1000, 1000) 8137-10138 -> 773-985 us (clean 209-243)"
     ),
     run=_statistics_through_numpy,
+)
+
+
+#: The fewest elements of the data on which ``careful-later`` runs, by operator: a slice
+#: computed again alone costs PyTorch 100-250 us (each step of the kernel a call of a few
+#: us), more than the careful form of every slice of smaller data. CPU float32, one NaN
+#: (L2: one infinity; Prod: a NaN) in a row or column, over the last and first axis, by
+#: turns: Sum (512, 512) 129-211 -> 162-207 us, (725, 725) 306-362 -> 232-302; L2 (256,
+#: 256) 204-220 -> 308-330, (725, 725) 3727-3889 -> 579-679, but with a row of zeros 470-590
+#: -> 577-684, and (1000, 1000) 788-871 -> 753-875; Prod (256, 256) 1610-1765 -> 380-411.
+_LATER_ELEMENTS = {
+    "reduce_sum": 2**19,
+    "reduce_mean": 2**19,
+    "reduce_log_sum": 2**19,
+    "reduce_l2": 2**20,
+    "reduce_prod": 2**16,
+}
+
+
+def _careful_later(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    if (
+        x.numel() < _LATER_ELEMENTS[op]
+        or not _on_cpu(x)
+        or x.requires_grad
+        or not x.is_contiguous()
+    ):
+        return None
+    return run_careful_later(profile, op, x, axes, keepdims)
+
+
+_CAREFUL_LATER = Accelerator(
+    name="careful-later",
+    ops=frozenset(_LATER_ELEMENTS),
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "contiguous CPU tensors that do not require grad, of 2**16 (Prod), 2**19 (Sum, "
+        "Mean, LogSum) or 2**20 (L2) elements or more: the generic kernel, a few suspect "
+        "rows or columns (a 16th at most) computed again alone (CarefulLater), else the "
+        "careful form where needed; PyTorch may sum a lone row in another order than "
+        "among many, so held to the bound"
+    ),
+    earned=(
+        "CPU float32 with one NaN (L2: one infinity), last and first axis, by turns: Sum "
+        "(725, 725) 315-388 -> 232-315 us (clean 76-96), (1448, 1448) 982-1092 -> 510-587 "
+        "(clean 312-337); L2 (1448, 1448) 10429-11487 -> 1089-1229 (clean 768-876); Prod "
+        "(256, 256) 1792-2065 -> 408-525 (clean 60-73)"
+    ),
+    exact=False,
+    run=_careful_later,
+    min_elements=min(_LATER_ELEMENTS.values()),
 )
 _INTEGER_MEAN_THROUGH_NUMPY = dataclasses.replace(
     INTEGER_MEAN_IN_PIECES,
@@ -919,6 +970,7 @@ PROFILE = Profile(
         _CAREFUL_PRODUCT_THROUGH_NUMPY,
         _INTEGER_MEAN_THROUGH_NUMPY,
         _CAREFUL_SUMS_IN_SLABS,
+        _CAREFUL_LATER,
         Accelerator(
             name="careful-when-needed",
             ops=_GUARDED,
