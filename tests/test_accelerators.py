@@ -694,24 +694,31 @@ def test_torch_careful_later_computes_a_few_suspect_slices_alone(
 
 @pytest.mark.parametrize(
     ("shape", "axes"),
-    [((700, 67), (1,)), ((67, 700), (0,)), ((350, 2, 67), (1, 2)), ((67, 35, 20), (0,))],
+    [((1000, 67), (1,)), ((67, 1000), (0,)), ((500, 2, 67), (1, 2)), ((67, 50, 20), (0,))],
     ids=["last", "first", "last-two", "first-of-three"],
 )
 @pytest.mark.parametrize("rows", [1, 2, 17, 43, 300], ids=lambda n: f"{n}-suspect")
 @pytest.mark.parametrize("keepdims", [True, False], ids=["keepdims", "dropped"])
 def test_jax_jit_computes_a_few_suspect_slices_alone(
-    shape: tuple[int, ...], axes: tuple[int, ...], rows: int, keepdims: bool
+    monkeypatch: pytest.MonkeyPatch,
+    shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    rows: int,
+    keepdims: bool,
 ) -> None:
     """JAX's jit kernel over trailing axes or the first axis: up to a 16th of the slices
-    suspect (1, 2, 17 and 43 of 700: counts of 1, 16 and 256 gathered) computed again
+    suspect (1, 2, 17 and 43 of 1000: counts of 1, 16 and 256 gathered) computed again
     alone, more (300) the careful form under lax.cond; within the bound of the generic
     kernel either way, every kind of suspect slice at once."""
     jax = pytest.importorskip("jax")
+    from anyreduce._backends import _jax
+
+    monkeypatch.setattr(_jax, "_LATER_ELEMENTS", 2**16)  # its size, smaller (time)
     ((profile, accelerator),) = [
         (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("jax", "jit")
     ]
-    values = np.random.default_rng(19).standard_normal((700, 67)).astype(np.float32)
-    picked = np.random.default_rng(23).choice(700, rows, replace=False)
+    values = np.random.default_rng(19).standard_normal((1000, 67)).astype(np.float32)
+    picked = np.random.default_rng(23).choice(1000, rows, replace=False)
     fills = [math.nan, math.inf, -math.inf, 3e38, 0.0, 1e-30]
     for i, row in enumerate(picked):
         values[row, :: 1 + i % 5] = fills[i % len(fills)]

@@ -130,16 +130,16 @@ class _Noting:
 
 
 @memo(limit=1024)
-def _noting(op: str, axes: Axes) -> Any:
-    """The kernel compiled with :class:`_Noting`: the result (keepdims), the slices noted
-    and their count (none where the kernel has no select of the slices' shape)."""
+def _noting(op: str, axes: Axes, keepdims: bool) -> Any:
+    """The kernel compiled with :class:`_Noting`: the result, the slices noted and their
+    count (none where the kernel has no select of the slices' shape)."""
     import jax
     import jax.numpy as jnp
 
     def kernel(x: Array) -> tuple[Array, Array, Array]:
         slices = math.prod(n for i, n in enumerate(x.shape) if i not in axes)
         noting = _Noting(slices)
-        plain = run_kernel(PROFILE, jnp, op, x, axes, True, select=noting)
+        plain = run_kernel(PROFILE, jnp, op, x, axes, keepdims, select=noting)
         if not noting.notes:
             return plain, jnp.zeros((0,), dtype=bool), jnp.zeros((), dtype=jnp.int32)
         noted = functools.reduce(operator.or_, noting.notes)
@@ -151,7 +151,8 @@ def _noting(op: str, axes: Axes) -> Any:
 @memo(limit=1024)
 def _alone(op: str, first: bool, size: int) -> Any:
     """The kernel compiled for ``size`` noted slices of data (rows, or columns over the
-    first axis) gathered, their values set into the plain result."""
+    first axis) gathered, their values set into the plain result (of either shape: the
+    slices in C order)."""
     import jax
     import jax.numpy as jnp
 
@@ -174,16 +175,12 @@ def _later(op: str, x: Array, axes: Axes, keepdims: bool) -> Array:
     columns) gathered in counts of 1, 16, 256, ... (one NaN row costs one; XLA reads
     gathered columns down the rows, 512 columns of float32 (4096, 8192) in 14 ms), each
     count's kernel compiled when first needed. One read of the result on the host."""
-    import jax.numpy as jnp
-
-    plain, noted, noted_count = _noting(op, axes)(x)
+    plain, noted, noted_count = _noting(op, axes, keepdims)(x)
     count = int(noted_count)
-    if count:
-        size = 16 ** math.ceil(math.log(count, 16) - 1e-9) if count > 1 else 1
-        size = min(size, int(noted.shape[0]))
-        plain = _alone(op, axes == (0,), size)(x, noted, plain)
-    kept = tuple(n for i, n in enumerate(x.shape) if i not in axes)
-    return plain if keepdims else jnp.reshape(plain, kept)
+    if not count:
+        return plain
+    size = 16 ** math.ceil(math.log(count, 16) - 1e-9) if count > 1 else 1
+    return _alone(op, axes == (0,), min(size, int(noted.shape[0])))(x, noted, plain)
 
 
 @memo(limit=1024)
@@ -203,7 +200,7 @@ def _jit(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Arr
     slices = math.prod(n for i, n in enumerate(x.shape) if i not in axes)
     if (
         op in _LATER_OPS
-        and axes
+        and x.size >= _LATER_ELEMENTS
         and (trailing or (axes == (0,) and ndim > 1))
         and slices >= LATER_SHARE
         and _on_one_cpu(x)
@@ -214,6 +211,14 @@ def _jit(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Arr
 
 # The operators whose kernels select careful forms per slice.
 _LATER_OPS = frozenset({"reduce_sum", "reduce_mean", "reduce_log_sum", "reduce_l2", "reduce_prod"})
+
+#: The fewest elements of the data whose suspect slices ``_later`` computes alone: its
+#: second output and host read of the count cost 20-80 us a call, more than the careful
+#: form of every slice of smaller data. Float32, Sum over the last / first axis, by turns:
+#: (64, 64) 46-51 -> 65-72 us; (2048, 2048) clean 480-580 -> 550-650, one NaN 880-1155
+#: -> 655-790; (2048, 4096) clean 786-806 / 1187-1228 -> 870-1109 / 1224-1228, one NaN
+#: 1663-1705 / 2571-2608 -> 973 / 1390-1417.
+_LATER_ELEMENTS = 2**23
 
 
 def _on_one_cpu(x: Array) -> bool:
@@ -279,9 +284,9 @@ PROFILE = Profile(
             dtypes=ALL_DTYPES,
             covers=(
                 "concrete arrays (not tracers); compiled once per operator, axes and shape. "
-                "On one CPU device, over trailing axes or the first axis, a few suspect rows "
-                "or columns (a 16th at most) computed again alone, in counts of 1, 16, "
-                "256, ... (one host read of the count a call)"
+                "On one CPU device, data of 2**23 elements or more over trailing axes or the "
+                "first axis: a few suspect rows or columns (a 16th at most) computed again "
+                "alone, in counts of 1, 16, 256, ... (one host read of the count a call)"
             ),
             earned=(
                 "float32 (4096, 8192) L2: 99 ms op by op, 9 ms compiled (XLA fuses the "
