@@ -524,6 +524,23 @@ def _few_suspect_rows(dtype: str, shape: tuple[int, int], kind: str) -> np.ndarr
     return values.astype(dtype)
 
 
+def _computed_again(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The count of slices each ``CarefulLater`` computes again alone, call after call
+    (none where it noted none)."""
+    from anyreduce._backends._common import CarefulLater
+
+    again: list[int] = []
+    finish = CarefulLater.finish
+
+    def spy(self: CarefulLater, *args: Any) -> Any:
+        if self.flags is not None and self.flags is not False:
+            again.append(int(np.count_nonzero(to_numpy(self.flags))))
+        return finish(self, *args)
+
+    monkeypatch.setattr(CarefulLater, "finish", spy)
+    return again
+
+
 # The accelerators that take a few suspect slices alone, by layout; the last is PyTorch's.
 _LATER = {
     (1,): ["last-axes-in-one-pass", "careful-sums-in-slabs"],
@@ -546,17 +563,7 @@ def test_a_few_suspect_slices_are_computed_alone(
     underflowing squares or all zeros, NumPy's one-pass accelerators and PyTorch's
     careful sums compute those slices again alone (a lone column taken twice): bit for bit
     the generic kernel (PyTorch's: within the bound, as the accelerator is held)."""
-    from anyreduce._backends._common import CarefulLater
-
-    again: list[int] = []
-    finish = CarefulLater.finish
-
-    def spy(self: CarefulLater, *args: Any) -> Any:
-        if self.flags is not None and self.flags is not False:
-            again.append(int(np.count_nonzero(to_numpy(self.flags))))
-        return finish(self, *args)
-
-    monkeypatch.setattr(CarefulLater, "finish", spy)
+    again = _computed_again(monkeypatch)
     name = _LATER[axes][torch_tensor]
     rows = _few_suspect_rows(dtype, (2**10 + 3, 2**11 + 1), kind)
     values = np.ascontiguousarray(rows.T) if axes == (0,) else rows
@@ -609,19 +616,10 @@ def test_careful_when_needed_computes_a_few_suspect_slices_alone(
     the one-pass accelerators' size), computes a few suspect rows or columns again alone:
     bit for bit the generic kernel, whatever the dtype (carried ones included)."""
     from anyreduce._backends import _numpy
-    from anyreduce._backends._common import CarefulLater
 
     if dtype == "bfloat16":
         pytest.importorskip("ml_dtypes")
-    again: list[int] = []
-    finish = CarefulLater.finish
-
-    def spy(self: CarefulLater, *args: Any) -> Any:
-        if self.flags is not None and self.flags is not False:
-            again.append(int(np.count_nonzero(self.flags)))
-        return finish(self, *args)
-
-    monkeypatch.setattr(CarefulLater, "finish", spy)
+    again = _computed_again(monkeypatch)
     ((profile, accelerator),) = [
         (p, a) for p, a in _REGISTERED if a.name == "careful-when-needed" and p.name == "numpy"
     ]
@@ -655,17 +653,7 @@ def test_torch_careful_later_computes_a_few_suspect_slices_alone(
     bound of the generic kernel, and only those slices (the NaN's, for the linear totals
     and Prod)."""
     torch = pytest.importorskip("torch")
-    from anyreduce._backends._common import CarefulLater
-
-    again: list[int] = []
-    finish = CarefulLater.finish
-
-    def spy(self: CarefulLater, *args: Any) -> Any:
-        if self.flags is not None and self.flags is not False:
-            again.append(int(torch.count_nonzero(self.flags)))
-        return finish(self, *args)
-
-    monkeypatch.setattr(CarefulLater, "finish", spy)
+    again = _computed_again(monkeypatch)
     ((profile, accelerator),) = [
         (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("torch", "careful-later")
     ]
@@ -756,17 +744,7 @@ def test_a_few_suspect_products_are_computed_alone(
     alone take the zero count and the careful product, on a copy indexed out of the data
     (a slab of columns, as ``threads`` hands it, is not copied whole), within the bound;
     the others' products are NumPy's own."""
-    from anyreduce._backends._common import CarefulLater
-
-    again: list[int] = []
-    finish = CarefulLater.finish
-
-    def spy(self: CarefulLater, *args: Any) -> Any:
-        if self.flags is not None and self.flags is not False:
-            again.append(int(np.count_nonzero(self.flags)))
-        return finish(self, *args)
-
-    monkeypatch.setattr(CarefulLater, "finish", spy)
+    again = _computed_again(monkeypatch)
     name = "careful-product-in-pieces"
     ((profile, accelerator),) = [
         (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("numpy", name)
