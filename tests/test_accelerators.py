@@ -833,6 +833,88 @@ def test_every_axis_careful_total_from_the_pieces_that_decide_it(
 # --- CUDA: where a host read is not allowed -------------------------------------------------
 
 
+# Small data: clean (the accelerator must run), with IEEE specials, and over the range
+# (slices of 10**-45 to 10**38 in float32: L2 totals under the floor, products that
+# underflow or overflow, sums that overflow), in the layouts it takes and those it declines.
+_SMALL_LAYOUTS: list[tuple[tuple[int, ...], tuple[int, ...], str]] = [
+    ((3, 2, 2), (1,), "c"),
+    ((3, 2, 2), (0, 1, 2), "c"),
+    ((3, 2, 2), (1, 2), "c"),
+    ((5, 7), (0,), "c"),
+    ((7, 5), (0,), "transposed"),
+    ((5, 14), (1,), "strided"),
+    ((1,), (0,), "c"),
+    ((64, 256), (1,), "c"),
+    ((17, 3), (0,), "c"),  # declined: a leading axis of more than 16
+    ((4, 3, 5), (0, 2), "c"),  # declined: not a trailing run
+    ((64, 257), (1,), "c"),  # declined: more than SMALL_ELEMENTS
+]
+
+
+def _small_values(dtype: str, shape: tuple[int, ...], kind: str) -> np.ndarray:
+    rng = np.random.default_rng(len(shape) + len(kind))
+    # Magnitudes in [0.9, 1.1): the products of 256 of them stay finite and far from 0.
+    values = rng.uniform(0.9, 1.1, shape) * rng.choice([-1.0, 1.0], shape)
+    flat = values.reshape(-1)
+    if kind == "specials":
+        picks = rng.choice(_SPECIAL["float"], size=max(1, flat.size // 3))
+        flat[rng.choice(flat.size, size=picks.size, replace=False)] = picks
+    elif kind == "range":
+        top = 38 if dtype == "float32" else 307
+        flat *= 10.0 ** rng.integers(-top - 7, top + 1, flat.size)
+    with np.errstate(over="ignore", under="ignore"):
+        return values.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["clean", "specials", "range"])
+@pytest.mark.parametrize(("shape", "axes", "layout"), _SMALL_LAYOUTS, ids=str)
+@pytest.mark.parametrize("keepdims", [True, False], ids=["keepdims", "dropped"])
+def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
+    dtype: str,
+    kind: str,
+    shape: tuple[int, ...],
+    axes: tuple[int, ...],
+    layout: str,
+    keepdims: bool,
+) -> None:
+    """NumPy's small-in-few-steps gives the generic kernel's bytes where it runs, declines
+    every result the kernel would take the careful form of, and runs on clean data in the
+    layouts it declares."""
+    from anyreduce._backends import _numpy
+
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if a.name == "small-in-few-steps" and p.name == "numpy"
+    ]
+    values = _small_values(dtype, shape, kind)
+    if layout == "transposed":
+        values = values.T.copy().T
+    elif layout == "strided":
+        values = values[:, ::2]
+    declared = values.size <= _numpy.SMALL_ELEMENTS and (
+        axes == tuple(range(values.ndim - len(axes), values.ndim))
+        or (len(axes) == 1 and values.shape[axes[0]] <= 16)
+    )
+    before = values.copy()
+    for op in sorted(accelerator.ops):
+        got = accelerator.run(op, values, axes, keepdims, profile)
+        what = f"{op} {dtype} {kind}"
+        if not declared:
+            assert got is None, what
+            continue
+        if kind == "clean":
+            assert got is not None, what
+        if got is None:
+            continue
+        with no_accelerators():
+            want = getattr(anyreduce, op)(values, list(axes), keepdims=keepdims)
+        got = np.asarray(got)
+        assert got.dtype == want.dtype, what
+        assert got.shape == want.shape, what
+        assert got.tobytes() == want.tobytes(), what
+    np.testing.assert_array_equal(values, before)
+
+
 def _cuda_torch() -> Any:
     import backends
 

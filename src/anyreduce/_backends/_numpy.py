@@ -267,6 +267,157 @@ def _guarded_later(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     return guarded(op, x, axes, keepdims, profile)
 
 
+# --- small data, in a few steps ------------------------------------------------------------
+
+#: The most elements ``small-in-few-steps`` takes (64 KiB of float32): data whose
+#: reduction costs a few microseconds, less than the generic kernel's steps around it.
+SMALL_ELEMENTS = 2**14
+
+
+def _one_sum(x: Array, axes: Axes) -> bool:
+    """Whether the NumPy profile's sum (``blocked_sum``) adds ``axes`` of ``x`` (sorted, as
+    normalised) in one ufunc reduction: a trailing run of axes, or one axis of at most
+    ``BLOCK`` elements."""
+    return axes[0] == x.ndim - len(axes) or (len(axes) == 1 and x.shape[axes[0]] <= BLOCK)
+
+
+def _numpy() -> Any:
+    """The numpy module, typed loosely: its stubs give ufunc reductions no ``keepdims`` of
+    type bool."""
+    import numpy as np
+
+    return np
+
+
+def _finite(r: Array) -> bool:
+    """Whether every value of ``r`` is finite (their sum is: a sum that overflows says no,
+    which only sends the call to the generic kernel)."""
+    np = _numpy()
+    return math.isfinite(np.add.reduce(r, axis=None))
+
+
+def _small_sum(x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    np = _numpy()
+    total = np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=keepdims)
+    return total if _finite(total) else None
+
+
+def _small_mean(x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    np = _numpy()
+    total = np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=keepdims)
+    mean = total / math.prod([x.shape[a] for a in axes])
+    return mean if _finite(mean) else None
+
+
+def _small_sum_square(x: Array, axes: Axes, keepdims: bool) -> Array:
+    np = _numpy()
+    return np.add.reduce(np.multiply(x, x), axis=axes, dtype=x.dtype, keepdims=keepdims)
+
+
+def _small_l1(x: Array, axes: Axes, keepdims: bool) -> Array:
+    np = _numpy()
+    return np.add.reduce(np.abs(x), axis=axes, dtype=x.dtype, keepdims=keepdims)
+
+
+@memo()
+def _l2_floor(dtype: Any) -> Any:
+    """The generic L2's floor, below which a total is suspect, in ``dtype`` (as NumPy
+    compares a float32 array with a Python float)."""
+    np = _numpy()
+    info = np.finfo(dtype)
+    return dtype.type(float(info.smallest_normal) / float(info.eps) ** 2)
+
+
+def _small_l2(x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    np = _numpy()
+    total = np.add.reduce(np.multiply(x, x), axis=axes, dtype=x.dtype, keepdims=keepdims)
+    # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
+    if np.minimum.reduce(total, axis=None) >= _l2_floor(x.dtype) and _finite(total):
+        return np.sqrt(total)
+    return None
+
+
+def _small_prod(x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    np = _numpy()
+    product = np.multiply.reduce(x, axis=axes, dtype=x.dtype, keepdims=keepdims)
+    # Finite and not 0: the generic kernel's plain product.
+    if np.minimum.reduce(np.abs(product), axis=None) > 0 and _finite(product):
+        return product
+    return None
+
+
+def _small_max(x: Array, axes: Axes, keepdims: bool) -> Array:
+    np = _numpy()
+    return np.maximum.reduce(x, axis=axes, keepdims=keepdims)
+
+
+def _small_min(x: Array, axes: Axes, keepdims: bool) -> Array:
+    np = _numpy()
+    return np.minimum.reduce(x, axis=axes, keepdims=keepdims)
+
+
+def _small_log_sum(x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    np = _numpy()
+    total = np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=keepdims)
+    return np.log(total) if _finite(total) else None
+
+
+def _small_log_sum_exp(x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    np = _numpy()
+    shift = np.maximum.reduce(x, axis=axes, keepdims=True)
+    if not _finite(shift):
+        return None
+    # The largest term is exp(0) = 1: the total is at least 1, never 0.
+    total = np.add.reduce(np.exp(x - shift), axis=axes, dtype=x.dtype, keepdims=True)
+    result = np.log(total) + shift
+    return result if keepdims else np.squeeze(result, axis=axes)
+
+
+_SMALL_KERNELS: dict[str, Callable[[Array, Axes, bool], Array | None]] = {
+    "reduce_sum": _small_sum,
+    "reduce_mean": _small_mean,
+    "reduce_sum_square": _small_sum_square,
+    "reduce_l1": _small_l1,
+    "reduce_l2": _small_l2,
+    "reduce_prod": _small_prod,
+    "reduce_max": _small_max,
+    "reduce_min": _small_min,
+    "reduce_log_sum": _small_log_sum,
+    "reduce_log_sum_exp": _small_log_sum_exp,
+}
+
+
+def _small(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    """The generic kernel's steps on clean results, and nothing around them: a result the
+    kernel would take the careful form of (an infinity, NaN, a product or an L2 total of 0
+    or near it) declines, and the generic kernel takes the call."""
+    if x.size > SMALL_ELEMENTS or not axes or not x.dtype.isnative or not _one_sum(x, axes):
+        return None
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        return _SMALL_KERNELS[op](x, axes, keepdims)
+
+
+_SMALL = Accelerator(
+    name="small-in-few-steps",
+    ops=ALL_OPS,
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "data of native byte order and at most 2**14 elements, reduced over a trailing run "
+        "of axes or over one axis of at most 16 elements; results the generic kernel takes "
+        "as they are (finite; L2 totals above its floor, products not 0)"
+    ),
+    earned=(
+        "float32 (3, 2, 2) over axis 1, a call, by turns: Sum 10.1-10.3 -> 5.4-5.5 us, "
+        "L2 19.3-19.4 -> 7.0, LogSumExp 19.8-19.9 -> 8.9-9.0 (np.sum 1.8); (64, 256) over "
+        "the last axis: L2 26.1-26.2 -> 14.0-14.1, LogSumExp 48.4-49.0 -> 36.8-37.1"
+    ),
+    exact=True,
+    run=_small,
+)
+
+
 ACCELERATORS = (
     Accelerator(
         name="careful-when-needed",
@@ -1608,6 +1759,7 @@ PROFILE = Profile(
     quiet=numpy_quiet,
     eager=_eager,
     accelerators=(
+        _SMALL,
         _WIDENED_IN_SLABS,
         _FIRST_AXIS,
         _EVERY_AXIS_IN_ONE_PASS,
