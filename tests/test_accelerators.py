@@ -13,6 +13,7 @@ import math
 import tracemalloc
 import warnings
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -913,6 +914,112 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
         assert got.shape == want.shape, what
         assert got.tobytes() == want.tobytes(), what
     np.testing.assert_array_equal(values, before)
+
+
+def _exact_product(row: np.ndarray, dtype: str) -> Any:
+    """The exact product of ``row``, rounded to ``dtype`` (inf or 0 beyond its range)."""
+    exact = Fraction(1)
+    for value in row.tolist():
+        exact *= Fraction(value)
+    try:
+        wide = float(exact)
+    except OverflowError:
+        wide = math.inf if exact > 0 else -math.inf
+    with np.errstate(over="ignore", under="ignore"):
+        return np.dtype(dtype).type(wide)
+
+
+def _beyond_the_range(dtype: str, n: int) -> np.ndarray:
+    """512 rows of ``n`` values whose partial products wander far beyond ``dtype``'s range
+    (most products end in it, the others beyond it); the first five meet a zero, an
+    infinity or a NaN after their partial products overflowed or underflowed."""
+    rng = np.random.default_rng(3)
+    top = 3 if dtype == "float32" else 30
+    rows = rng.choice([-1.0, 1.0], (512, n)) * 10.0 ** rng.uniform(-top, top, (512, n))
+    big, tiny = (1e30, 1e-30) if dtype == "float32" else (1e300, 1e-300)
+    rows[:5] = np.abs(rows[:5])  # the signs below decide
+    rows[0, :3] = [big, big, 0.0]  # overflows, then meets a zero: 0, not NaN
+    rows[1, :3] = [tiny, tiny, np.inf]  # underflows, then meets inf: inf, not NaN
+    rows[2, :3] = [big, -0.0, np.inf]  # 0 * inf: NaN
+    rows[3, :2] = [tiny, -0.0]  # the signs' parity: a negative zero
+    rows[4, :2] = [np.nan, big]
+    return rows
+
+
+def _assert_specials(got: np.ndarray, firsts: list[int]) -> None:
+    """The products of the first five rows of :func:`_beyond_the_range`, at ``firsts``."""
+    for j, want in zip(firsts, [0.0, np.inf, np.nan, -0.0, np.nan], strict=True):
+        if np.isnan(want):
+            assert np.isnan(got[j]), j
+        else:
+            assert got[j] == want, j
+            assert np.signbit(got[j]) == np.signbit(want), j
+
+
+def _assert_products(got: np.ndarray, slices: np.ndarray, dtype: str, firsts: list[int]) -> None:
+    """``got``, the products of ``slices``, where ``firsts`` are the places of the rows of
+    :func:`_beyond_the_range` that meet specials. Where the plain product is finite and not
+    0, it is the result; elsewhere the exact product rounded: float64 carries float32's
+    well within half an ulp and rounds once, float64's takes n roundings (or one spacing
+    among subnormal numbers)."""
+    _assert_specials(got, firsts)
+    n = slices.shape[1]
+    roundings = 1 if dtype == "float32" else n
+    checked = 0
+    for j in range(0, slices.shape[0], 4):
+        if j in firsts:
+            continue
+        with np.errstate(all="ignore"):
+            plain = np.multiply.reduce(slices[j])
+        if np.isfinite(plain) and plain != 0:
+            assert got[j] == plain, j
+            continue
+        want = _exact_product(slices[j], dtype)
+        checked += 1
+        if got[j] != want:
+            assert np.isfinite(want), (j, got[j], want)
+            assert want != 0, (j, got[j], want)
+            allowed = max(roundings * np.finfo(dtype).eps * abs(want), np.spacing(abs(want)))
+            assert abs(got[j] - want) <= allowed, (j, got[j], want)
+    assert checked > 30
+    finite = np.isfinite(got) & (got != 0)
+    assert 0.2 < np.mean(finite) < 0.98  # in range and beyond it, both
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["last", "first", "slab-of-columns", "few-columns"])
+def test_product_by_exponents_is_the_product_rounded_once(dtype: str, layout: str) -> None:
+    """NumPy's careful-product-by-exponents: products far beyond the type's range on the
+    way (and at the end) within the contract's n roundings of the exact product (float32:
+    within one of its own ulps), and IEEE's zeros, infinities and NaNs, signs included,
+    where partial products overflow or underflow before they meet them. Over the first
+    axis, many suspect columns are read row by row, a few gathered."""
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if a.name == "careful-product-by-exponents"
+    ]
+    rows = _beyond_the_range(dtype, 300)
+    if layout == "few-columns":  # 5 suspect columns of 512, gathered
+        rows[5:] = np.where(np.arange(300) < 3, 1.0, 1.01)
+    values = rows.astype(dtype)
+    axes: tuple[int, ...] = (1,)
+    order = np.arange(512)
+    if layout in ("first", "few-columns"):
+        values, axes = np.ascontiguousarray(values.T), (0,)
+    elif layout == "slab-of-columns":
+        wide = np.concatenate([values.T, values.T], axis=1)
+        values, axes, order = wide[:, 256:768], (0,), np.r_[256:512, 0:256]
+    assert values.size >= accelerator.min_elements
+    got = accelerator.run("reduce_prod", values, axes, False, profile)
+    assert got is not None
+    assert got.dtype == values.dtype
+    assert got.shape == (512,)
+    slices = values if axes == (1,) else values.T
+    firsts = [int(np.flatnonzero(order == k)[0]) for k in range(5)]
+    if layout == "few-columns":
+        _assert_specials(got, firsts)
+        np.testing.assert_array_equal(got[5:], np.multiply.reduce(slices[5:], axis=1))
+        return
+    _assert_products(got, slices, dtype, firsts)
 
 
 def _cuda_torch() -> Any:

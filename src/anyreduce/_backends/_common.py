@@ -28,6 +28,7 @@ __all__ = [
     "every_axis_in_slabs",
     "in_pieces",
     "isdtype_with_bfloat16",
+    "keep_freed_pieces",
     "log_sum_exp_in_place",
     "named",
     "numpy_carrier",
@@ -420,13 +421,13 @@ def log_sum_exp_in_place(
 #: temporaries at once, 3 MiB a piece; an int64 mean's limbs three int64 ones.
 PIECE = 2**16
 
-#: Bytes of the block :func:`_keep_freed_pieces` allocates and frees: glibc's heaps then
+#: Bytes of the block :func:`keep_freed_pieces` allocates and frees: glibc's heaps then
 #: keep up to twice as much free memory, more than a piece's temporaries (3 MiB).
 _KEPT_BYTES = 2**22
 
 
 @functools.cache
-def _keep_freed_pieces() -> None:
+def keep_freed_pieces() -> None:
     """Have glibc's malloc keep a piece's freed temporaries for the next piece.
 
     glibc hands the free memory at the top of a heap back to the system once it exceeds
@@ -479,7 +480,7 @@ def in_pieces(
     elements = PIECE * min(itemsize, 4) // 4
     if size <= elements:
         return partial(xp, x, axes)
-    _keep_freed_pieces()
+    keep_freed_pieces()
     axis = next(i for i, n in enumerate(x.shape) if n > 1)
     length = x.shape[axis]
     step = max(1, elements // (size // length))

@@ -29,6 +29,7 @@ __all__ = [
     "flat_pieces",
     "flat_slabs",
     "get_num_threads",
+    "in_a_job",
     "in_jobs",
     "set_num_threads",
     "split",
@@ -307,6 +308,12 @@ def flat_pieces(
     longest = max(stop - start for start, stop in bounds)
     threaded = threaded and not getattr(_worker, "active", False)
     return _in_jobs(one, bounds, max(1, SLAB_ELEMENTS // longest), threaded)
+
+
+def in_a_job() -> bool:
+    """Whether this thread is running a job of :func:`split`, :func:`flat_slabs`,
+    :func:`flat_pieces` or :func:`in_jobs` (a slab or a piece of some larger call)."""
+    return bool(getattr(_worker, "active", False))
 
 
 def in_jobs(
