@@ -53,7 +53,7 @@ from ._common import (
     statistics_in_pieces,
 )
 
-__all__ = ["PROFILE", "guarded", "numpy_quiet", "refuses"]
+__all__ = ["PROFILE", "ProductSlices", "guarded", "numpy_quiet", "refuses"]
 
 Namespace = Any
 Array = Any
@@ -1762,44 +1762,83 @@ def _column_products_by_exponents(block: Array, acc: Any) -> Array:
     return np.ldexp(product, np.clip(k, -(2**12), 2**12)).astype(acc)
 
 
+class ProductSlices:
+    """The slices of NumPy data ``x`` that a product over ``axes`` reduces, as rows: over
+    trailing axes of C-ordered data, its rows; over the first axis of 2-D (or C-ordered)
+    data, its columns. ``layout`` is None for data in another layout, or with slices of
+    more than ``PIECE`` elements."""
+
+    def __init__(self, x: Array, axes: Axes) -> None:
+        kept = x.ndim - len(axes)
+        self.by_columns = False
+        self.data: Array = None  # 2-D: the slices as its rows, or as its columns
+        self.length = 0
+        if axes == tuple(range(kept, x.ndim)) and x.flags.c_contiguous:
+            self.data = x.reshape(math.prod(x.shape[:kept]), -1)
+            self.length = int(self.data.shape[1])
+        elif axes == (0,) and (x.ndim == 2 or (x.ndim > 2 and x.flags.c_contiguous)):
+            self.data = x.reshape(x.shape[0], -1)  # a view (of a 2-D slab of columns too)
+            self.by_columns = True
+            self.length = int(self.data.shape[0])
+        self.covered = 0 < self.length <= PIECE
+
+    def picked(self, picked: Array) -> Array:
+        """The slices ``picked`` (sorted positions), as the rows of a 2-D array."""
+        if not self.by_columns:
+            return self.data[picked]
+        first, last = int(picked[0]), int(picked[-1])
+        if last - first + 1 == picked.shape[0]:  # a run of columns: a view
+            return self.data[:, first : last + 1].T
+        return self.data[:, picked].T  # copied row by row
+
+    def careful(self, flat: Array, dtype: Any) -> None:
+        """Where the plain products ``flat`` (one a slice, writable) are 0, infinite or
+        NaN, :func:`_products_by_exponents` of those slices, in place, on pool threads."""
+        np = _numpy()
+        suspect = np.flatnonzero(~(np.isfinite(flat) & (flat != 0)))
+        if not suspect.size:
+            return
+        keep_freed_pieces()  # each piece's temporaries reused, not faulted in again
+        columns, length = self.data, self.length
+        if self.by_columns and suspect.size * 16 > flat.size:
+            # Many columns: every column's careful product, read row by row, a run of
+            # columns a job (columns gathered one by one are read a cache line a row).
+            width = max(1, _threads.SLAB_ELEMENTS // length)
+            runs = [(s, min(s + width, flat.size)) for s in range(0, flat.size, width)]
+
+            def run(bound: tuple[int, int]) -> Array:
+                with numpy_quiet():  # a pool thread has NumPy's default error state
+                    block = columns[:, bound[0] : bound[1]]
+                    return _column_products_by_exponents(block, dtype)
+
+            flat[suspect] = np.concatenate(_threads.in_jobs(run, runs, 1))[suspect]
+            return
+        step = max(1, PIECE // length)
+        bounds = [(s, min(s + step, suspect.size)) for s in range(0, suspect.size, step)]
+
+        def one(bound: tuple[int, int]) -> Array:
+            with numpy_quiet():
+                return _products_by_exponents(self.picked(suspect[bound[0] : bound[1]]), dtype)
+
+        per_job = max(1, _threads.SLAB_ELEMENTS // (step * length))
+        flat[suspect] = np.concatenate(_threads.in_jobs(one, bounds, per_job))
+
+
 def _product_by_exponents(
     op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
 ) -> Array | None:
     """The generic kernel's product: the plain product (slab by slab on pool threads, as
     ``threads`` takes it) where it is finite and not 0 (as the kernel keeps it; a 0 from a
     slice that holds a zero is the same 0 either way), elsewhere
-    :func:`_products_by_exponents` of those slices alone, a piece of about ``PIECE``
-    elements at a time on pool threads. Float32/float64 data over trailing axes
-    (C-ordered) or the first axis (2-D, or C-ordered), slices of at most ``PIECE``
-    elements; not within a slab of another accelerator (``threads`` is bit for bit the
-    kernel, and this is not)."""
+    :func:`_products_by_exponents` of those slices alone (:class:`ProductSlices`). Not
+    within a slab of another accelerator (``threads`` is bit for bit the kernel, and this
+    is not)."""
     if x.size < 2 * PIECE or not x.dtype.isnative or _threads.in_a_job():
         return None
+    slices = ProductSlices(x, axes)
+    if not slices.covered:
+        return None
     np = _numpy()
-    kept = x.ndim - len(axes)
-    by_columns = False
-    if axes == tuple(range(kept, x.ndim)) and x.flags.c_contiguous:
-        rows = x.reshape(math.prod(x.shape[:kept]), -1)  # a row a slice
-
-        def slices(picked: Array) -> Array:
-            return rows[picked]
-
-        length = rows.shape[1]
-    elif axes == (0,) and (x.ndim == 2 or (x.ndim > 2 and x.flags.c_contiguous)):
-        columns = x.reshape(x.shape[0], -1)  # a column a slice (a view of a 2-D slab)
-        by_columns = True
-
-        def slices(picked: Array) -> Array:
-            first, last = int(picked[0]), int(picked[-1])
-            if last - first + 1 == picked.shape[0]:  # a run of columns: a view
-                return columns[:, first : last + 1].T
-            return columns[:, picked].T  # copied row by row
-
-        length = columns.shape[0]
-    else:
-        return None
-    if length > PIECE:
-        return None
 
     def plain_of(part: Array) -> Array:
         with numpy_quiet():  # a pool thread has NumPy's default error state
@@ -1808,37 +1847,9 @@ def _product_by_exponents(
     plain = _threads.split(x, axes, True, plain_of, run=_threads.WIDE_RUN)
     if plain is None:
         plain = plain_of(x)
-    flat = plain.reshape(-1)
-    suspect = np.flatnonzero(~(np.isfinite(flat) & (flat != 0)))
-    if by_columns and suspect.size * 16 > flat.size:
-        # Many columns: every column's careful product, read row by row, a run of
-        # columns a job (columns gathered one by one are read a cache line a row).
-        keep_freed_pieces()
-        width = max(1, _threads.SLAB_ELEMENTS // length)
-        runs = [(s, min(s + width, flat.size)) for s in range(0, flat.size, width)]
-
-        def run(bound: tuple[int, int]) -> Array:
-            with numpy_quiet():
-                return _column_products_by_exponents(columns[:, bound[0] : bound[1]], x.dtype)
-
-        careful = np.concatenate(_threads.in_jobs(run, runs, 1))
-        flat = flat.copy()
-        flat[suspect] = careful[suspect]
-        plain = flat.reshape(plain.shape)
-    elif suspect.size:
-        keep_freed_pieces()  # each piece's temporaries reused, not faulted in again
-        step = max(1, PIECE // length)
-        bounds = [(s, min(s + step, suspect.size)) for s in range(0, suspect.size, step)]
-
-        def one(bound: tuple[int, int]) -> Array:
-            with numpy_quiet():
-                picked = suspect[bound[0] : bound[1]]
-                return _products_by_exponents(slices(picked), x.dtype)
-
-        per_job = max(1, _threads.SLAB_ELEMENTS // (step * length))
-        flat = flat.copy()
-        flat[suspect] = np.concatenate(_threads.in_jobs(one, bounds, per_job))
-        plain = flat.reshape(plain.shape)
+    plain = np.ascontiguousarray(plain)
+    with np.errstate(all="ignore"):
+        slices.careful(plain.reshape(-1), x.dtype)
     return plain if keepdims else np.squeeze(plain, axis=axes)
 
 
