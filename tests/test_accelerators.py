@@ -846,9 +846,9 @@ _SMALL_LAYOUTS: list[tuple[tuple[int, ...], tuple[int, ...], str]] = [
     ((5, 14), (1,), "strided"),
     ((1,), (0,), "c"),
     ((64, 256), (1,), "c"),
-    ((17, 3), (0,), "c"),  # declined: a leading axis of more than 16
-    ((4, 3, 5), (0, 2), "c"),  # declined: not a trailing run
-    ((64, 257), (1,), "c"),  # declined: more than SMALL_ELEMENTS
+    ((17, 3), (0,), "c"),  # NumPy's declines: a leading axis of more than 16
+    ((4, 3, 5), (0, 2), "c"),  # NumPy's declines: not a trailing run
+    ((64, 257), (1,), "c"),  # declined: more than 2**14 elements
 ]
 
 
@@ -867,11 +867,24 @@ def _small_values(dtype: str, shape: tuple[int, ...], kind: str) -> np.ndarray:
         return values.astype(dtype)
 
 
+def _declares_small(library: str, values: np.ndarray, axes: tuple[int, ...]) -> bool:
+    """Whether ``library``'s small-in-few-steps declares data ``values`` over ``axes``:
+    NumPy's, over a trailing run of axes or one axis of at most 16; PyTorch's, any axes."""
+    if values.size > 2**14:
+        return False
+    return library == "torch" or (
+        axes == tuple(range(values.ndim - len(axes), values.ndim))
+        or (len(axes) == 1 and values.shape[axes[0]] <= 16)
+    )
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("kind", ["clean", "specials", "range"])
 @pytest.mark.parametrize(("shape", "axes", "layout"), _SMALL_LAYOUTS, ids=str)
 @pytest.mark.parametrize("keepdims", [True, False], ids=["keepdims", "dropped"])
 def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
+    library: str,
     dtype: str,
     kind: str,
     shape: tuple[int, ...],
@@ -879,26 +892,31 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
     layout: str,
     keepdims: bool,
 ) -> None:
-    """NumPy's small-in-few-steps gives the generic kernel's bytes where it runs, declines
-    every result the kernel would take the careful form of, and runs on clean data in the
-    layouts it declares."""
-    from anyreduce._backends import _numpy
-
-    ((profile, accelerator),) = [
-        (p, a) for p, a in _REGISTERED if a.name == "small-in-few-steps" and p.name == "numpy"
+    """small-in-few-steps gives the generic kernel's bytes where it runs, declines every
+    result the kernel would take the careful form of, and runs on clean data in the
+    layouts it declares (NumPy's and PyTorch's, on the CPU)."""
+    entries = [
+        (p, a) for p, a in _REGISTERED if a.name == "small-in-few-steps" and p.name == library
     ]
+    if not entries:
+        pytest.skip(f"{library} is not installed")
+    ((profile, accelerator),) = entries
     values = _small_values(dtype, shape, kind)
     if layout == "transposed":
         values = values.T.copy().T
     elif layout == "strided":
         values = values[:, ::2]
-    declared = values.size <= _numpy.SMALL_ELEMENTS and (
-        axes == tuple(range(values.ndim - len(axes), values.ndim))
-        or (len(axes) == 1 and values.shape[axes[0]] <= 16)
-    )
+    declared = _declares_small(library, values, axes)
     before = values.copy()
+    data = values
+    if library == "torch":
+        import torch
+
+        data = torch.from_numpy(values)
+        tracked = data.clone().requires_grad_(True)  # autograd: the generic kernel's
+        assert accelerator.run("reduce_sum", tracked, axes, keepdims, profile) is None
     for op in sorted(accelerator.ops):
-        got = accelerator.run(op, values, axes, keepdims, profile)
+        got = accelerator.run(op, data, axes, keepdims, profile)
         what = f"{op} {dtype} {kind}"
         if not declared:
             assert got is None, what
@@ -908,8 +926,8 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
         if got is None:
             continue
         with no_accelerators():
-            want = getattr(anyreduce, op)(values, list(axes), keepdims=keepdims)
-        got = np.asarray(got)
+            want = to_numpy(getattr(anyreduce, op)(data, list(axes), keepdims=keepdims))
+        got = to_numpy(got)
         assert got.dtype == want.dtype, what
         assert got.shape == want.shape, what
         assert got.tobytes() == want.tobytes(), what

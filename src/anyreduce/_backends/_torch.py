@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import array_api_compat
@@ -146,6 +147,141 @@ def eager(x: Array) -> bool:
 
 def _on_cpu(x: Array) -> bool:
     return bool(x.device.type == "cpu")
+
+
+# --- small data, in a few steps ------------------------------------------------------------
+
+#: The most elements ``small-in-few-steps`` takes (64 KiB of float32): data whose
+#: reduction costs a few microseconds, less than the generic kernel's steps around it.
+#: PyTorch reduces them on one thread, in an order the thread count does not change.
+SMALL_ELEMENTS = 2**14
+
+
+@memo()
+def _l2_floor(dtype: Any) -> float:
+    """The generic L2's floor, below which a total is suspect (``_agnostic._kernels._l2``):
+    2**-80 for float32 and 2**-918 for float64, exact in either."""
+    import torch
+
+    info = torch.finfo(dtype)
+    return float(info.smallest_normal) / float(info.eps) ** 2
+
+
+def _finite(t: Array) -> bool:
+    """Whether every value of ``t`` is finite (their sum is: a sum that overflows says no,
+    which only sends the call to the generic kernel)."""
+    return math.isfinite(t.sum().item())
+
+
+def _extremes(t: Array) -> tuple[float, float]:
+    """The smallest and largest values of ``t`` (both NaN where one is)."""
+    import torch
+
+    smallest, largest = torch.aminmax(t)
+    return smallest.item(), largest.item()
+
+
+def _small_sum(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    total = torch.sum(x, axes, dtype=x.dtype, keepdim=keepdims)
+    return total if _finite(total) else None
+
+
+def _small_mean(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    total = torch.sum(x, axes, dtype=x.dtype, keepdim=keepdims)
+    mean = total / math.prod([x.shape[a] for a in axes])
+    return mean if _finite(mean) else None
+
+
+def _small_sum_square(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array:
+    return torch.sum(torch.multiply(x, x), axes, dtype=x.dtype, keepdim=keepdims)
+
+
+def _small_l1(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array:
+    return torch.sum(torch.abs(x), axes, dtype=x.dtype, keepdim=keepdims)
+
+
+def _small_l2(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    total = torch.sum(torch.multiply(x, x), axes, dtype=x.dtype, keepdim=keepdims)
+    # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
+    smallest, largest = _extremes(total)
+    return torch.sqrt(total) if smallest >= _l2_floor(x.dtype) and largest < math.inf else None
+
+
+def _small_prod(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    product = _eager_shim(namespace_for(x)).prod(x, axis=axes, keepdims=keepdims, dtype=x.dtype)
+    # Finite and not 0: the generic kernel's plain product.
+    smallest, largest = _extremes(torch.abs(product))
+    return product if smallest > 0 and largest < math.inf else None
+
+
+def _small_max(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array:
+    return torch.amax(x, axes, keepdim=keepdims)
+
+
+def _small_min(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array:
+    return torch.amin(x, axes, keepdim=keepdims)
+
+
+def _small_log_sum(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    total = torch.sum(x, axes, dtype=x.dtype, keepdim=keepdims)
+    return torch.log(total) if _finite(total) else None
+
+
+def _small_log_sum_exp(torch: Any, x: Array, axes: Axes, keepdims: bool) -> Array | None:
+    shift = torch.amax(x, axes, keepdim=True)
+    if not _finite(shift):
+        return None
+    # The largest term is exp(0) = 1: the total is at least 1, never 0.
+    terms = x - shift
+    torch.exp(terms, out=terms)
+    total = torch.sum(terms, axes, dtype=x.dtype, keepdim=True)
+    result = torch.log(total) + shift
+    return result if keepdims else torch.squeeze(result, axes)
+
+
+_SMALL_KERNELS: dict[str, Callable[[Any, Array, Axes, bool], Array | None]] = {
+    "reduce_sum": _small_sum,
+    "reduce_mean": _small_mean,
+    "reduce_sum_square": _small_sum_square,
+    "reduce_l1": _small_l1,
+    "reduce_l2": _small_l2,
+    "reduce_prod": _small_prod,
+    "reduce_max": _small_max,
+    "reduce_min": _small_min,
+    "reduce_log_sum": _small_log_sum,
+    "reduce_log_sum_exp": _small_log_sum_exp,
+}
+
+
+def _small(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
+    """The generic kernel's PyTorch calls on clean results, and nothing around them: a
+    result the kernel would take the careful form of (an infinity, NaN, a product or an
+    L2 total of 0 or near it) declines, and the generic kernel takes the call."""
+    if x.numel() > SMALL_ELEMENTS or not axes or x.requires_grad or not _on_cpu(x):
+        return None
+    import torch
+
+    return _SMALL_KERNELS[op](torch, x, axes, keepdims)
+
+
+_SMALL = Accelerator(
+    name="small-in-few-steps",
+    ops=ALL_OPS,
+    dtypes=frozenset({"float32", "float64"}),
+    covers=(
+        "CPU tensors of at most 2**14 elements that do not require grad, any layout and "
+        "axes; results the generic kernel takes as they are (finite; L2 totals above its "
+        "floor, products not 0)"
+    ),
+    earned=(
+        "float32 (3, 2, 2) over axis 1, a call, separate processes: Sum 17.3-18.6 -> "
+        "10.4-11.2 us, L2 53.0-56.3 -> 13.6-15.9, Prod 26.8-29.4 -> 12.6-13.5, LogSumExp "
+        "47.5-51.6 -> 18.5-20.6 (torch.sum 2.1); (64, 256) over the last axis: L2 "
+        "55.4-58.2 -> 15.4-16.3, LogSumExp 62.1-81.7 -> 36.0-45.9"
+    ),
+    exact=True,
+    run=_small,
+)
 
 
 def _in_slabs(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> Array | None:
@@ -1005,6 +1141,7 @@ PROFILE = Profile(
     select=_select,
     eager=eager,
     accelerators=(
+        _SMALL,
         _BLOCKED_NORM,
         _HALF_THROUGH_NUMPY,
         _LOG_SUM_IN_SLABS,
