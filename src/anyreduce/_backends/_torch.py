@@ -135,18 +135,17 @@ def eager(x: Array) -> bool:
         and not torch._C._functorch.is_functorch_wrapped_tensor(x)
     ):
         return False
-    kind = x.device.type
-    if kind == "cpu":
+    if x.is_cpu:  # not x.device.type, which makes a device object (0.3 us)
         return True
     return (
-        kind == "cuda"
+        x.is_cuda
         and torch.cuda.get_sync_debug_mode() == 0
         and not torch.cuda.is_current_stream_capturing()
     )
 
 
 def _on_cpu(x: Array) -> bool:
-    return bool(x.device.type == "cpu")
+    return bool(x.is_cpu)
 
 
 # --- small data, in a few steps ------------------------------------------------------------
