@@ -913,8 +913,6 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
         import torch
 
         data = torch.from_numpy(values)
-        tracked = data.clone().requires_grad_(True)  # autograd: the generic kernel's
-        assert accelerator.run("reduce_sum", tracked, axes, keepdims, profile) is None
     for op in sorted(accelerator.ops):
         got = accelerator.run(op, data, axes, keepdims, profile)
         what = f"{op} {dtype} {kind}"
@@ -932,6 +930,48 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
         assert got.shape == want.shape, what
         assert got.tobytes() == want.tobytes(), what
     np.testing.assert_array_equal(values, before)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["clean", "ties"])
+@pytest.mark.parametrize(("shape", "axes", "layout"), _SMALL_LAYOUTS[:8], ids=str)
+def test_small_in_few_steps_gives_the_generic_gradients(
+    dtype: str, kind: str, shape: tuple[int, ...], axes: tuple[int, ...], layout: str
+) -> None:
+    """PyTorch's small-in-few-steps on tensors that require grad: the generic kernel's
+    values and gradients, first and second, bit for bit (ties: Max, Min and LogSumExp's
+    shift share the gradient among equal largest values)."""
+    torch = pytest.importorskip("torch")
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if a.name == "small-in-few-steps" and p.name == "torch"
+    ]
+    values = _small_values(dtype, shape, "clean")
+    if kind == "ties":
+        values = np.round(values * 4) / 4
+    if layout == "transposed":
+        values = values.T.copy().T
+    elif layout == "strided":
+        values = values[:, ::2]
+    weights = torch.from_numpy(np.random.default_rng(5).standard_normal(values.shape))
+    for op in sorted(accelerator.ops):
+        ours, generic = (torch.from_numpy(values).requires_grad_(True) for _ in range(2))
+        got = accelerator.run(op, ours, axes, False, profile)
+        assert got is not None, op
+        with no_accelerators():
+            want = getattr(anyreduce, op)(generic, list(axes), keepdims=False)
+        assert got.detach().numpy().tobytes() == want.detach().numpy().tobytes(), op
+        grads = []
+        for x, result in ((ours, got), (generic, want)):
+            (first,) = torch.autograd.grad(result.sum(), x, create_graph=True)
+            second = None
+            if first.requires_grad:  # not for Sum, Mean, Max and Min: constant in x
+                (second,) = torch.autograd.grad((first * weights.to(first.dtype)).sum(), x)
+            grads.append((first.detach(), second))
+        (first, second), (first_want, second_want) = grads
+        assert first.numpy().tobytes() == first_want.numpy().tobytes(), op
+        assert (second is None) == (second_want is None), op
+        if second is not None:
+            assert second.numpy(force=True).tobytes() == second_want.numpy(force=True).tobytes(), op
 
 
 def _exact_product(row: np.ndarray, dtype: str) -> Any:
