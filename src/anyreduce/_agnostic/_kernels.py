@@ -31,6 +31,7 @@ __all__ = [
     "Context",
     "Kernel",
     "ScaledSquare",
+    "l2_floor",
     "magnitude",
     "plain_total",
     "scaled_down",
@@ -91,6 +92,15 @@ def magnitude(xp: Namespace, y: Array) -> Array:
 def scaled_down(xp: Namespace, y: Array) -> Array:
     """The term of a careful sum: ``y * 2**-64``, whose sum cannot overflow."""
     return y * 2.0**-_SCALE
+
+
+def l2_floor(info: Any) -> float:
+    """The total of squares below which L2's plain total is suspect, for a float type's
+    ``finfo`` (the array API's, NumPy's or PyTorch's): each square flushed to zero is off
+    by at most the smallest normal number, which below this floor could exceed
+    ``eps**2 * total`` per term. 2**-80 for float32 and 2**-918 for float64, exact in
+    either."""
+    return float(info.smallest_normal) / float(info.eps) ** 2
 
 
 def wide_square(xp: Namespace, y: Array) -> Array:
@@ -445,11 +455,7 @@ def _l2(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     if x.dtype != acc and _squares_fit(xp, x.dtype, acc):
         return _cast(xp, _root(xp, ctx.total(xp, square, y, axes, keepdims, acc)), ctx.dtype)
     total = ctx.total(xp, square, y, axes, True, acc)
-    info = xp.finfo(acc)
-    # Each square flushed to zero is off by at most the smallest normal number: below
-    # this floor that could exceed eps**2 * total per term.
-    floor = float(info.smallest_normal) / float(info.eps) ** 2
-    suspect = (total == math.inf) | (total < floor)
+    suspect = (total == math.inf) | (total < l2_floor(xp.finfo(acc)))
     wide = _dtypes.widest_float(xp)
     if wide != acc and _squares_fit(xp, x.dtype, wide):
 

@@ -14,6 +14,7 @@ from .._agnostic._kernels import (
     ScaledSquare,
     Term,
     Total,
+    l2_floor,
     magnitude,
     plain_total,
     scaled_down,
@@ -322,11 +323,9 @@ def _small_l1(x: Array, axes: Axes, keepdims: bool) -> Array:
 
 @memo()
 def _l2_floor(dtype: Any) -> Any:
-    """The generic L2's floor, below which a total is suspect, in ``dtype`` (as NumPy
-    compares a float32 array with a Python float)."""
-    np = _numpy()
-    info = np.finfo(dtype)
-    return dtype.type(float(info.smallest_normal) / float(info.eps) ** 2)
+    """The generic L2's floor (:func:`l2_floor`) in ``dtype``, as NumPy compares a float32
+    array with a Python float."""
+    return dtype.type(l2_floor(_numpy().finfo(dtype)))
 
 
 def _small_l2(x: Array, axes: Axes, keepdims: bool) -> Array | None:

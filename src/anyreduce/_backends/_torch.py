@@ -11,7 +11,7 @@ from typing import Any
 
 import array_api_compat
 
-from .._agnostic._kernels import _SCALE, Term, plain_total, scaled_down
+from .._agnostic._kernels import _SCALE, Term, l2_floor, plain_total, scaled_down
 from .._lib import _dtypes
 from .._lib._axes import reduced_shape
 from .._lib._memo import library_key, memo
@@ -159,12 +159,10 @@ SMALL_ELEMENTS = 2**16
 
 @memo()
 def _l2_floor(dtype: Any) -> float:
-    """The generic L2's floor, below which a total is suspect (``_agnostic._kernels._l2``):
-    2**-80 for float32 and 2**-918 for float64, exact in either."""
+    """The generic L2's floor (:func:`l2_floor`), below which a total is suspect."""
     import torch
 
-    info = torch.finfo(dtype)
-    return float(info.smallest_normal) / float(info.eps) ** 2
+    return l2_floor(torch.finfo(dtype))
 
 
 def _finite(t: Array) -> bool:
@@ -734,8 +732,7 @@ def _fused_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile)
     elif order == 2 and acc == x.dtype:
         # The generic kernel's test, total == inf or total < floor, on the root; the
         # bound is doubled so that the root's rounding cannot hide a suspect slice.
-        info = torch.finfo(acc)
-        floor = 2.0 * math.sqrt(info.smallest_normal) / info.eps
+        floor = 2.0 * math.sqrt(l2_floor(torch.finfo(acc)))
         if bool(torch.any(torch.isinf(r) | (r < floor))):
             return None
     return r if r.dtype == x.dtype else r.to(x.dtype)
@@ -821,11 +818,11 @@ def _blocked_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profil
     import torch
 
     narrow = np.float32 if x.dtype == torch.float32 else np.float64
-    info = np.finfo(narrow)
+    floor = l2_floor(np.finfo(narrow))
     with numpy_quiet():
         squares = _blocked_squares(x, axes, run)
         zero = squares == 0
-        out_of_range = np.isinf(squares) | (squares < info.smallest_normal / info.eps**2)
+        out_of_range = np.isinf(squares) | (squares < floor)
         if (out_of_range & ~zero).any():
             return None
         if zero.any():
