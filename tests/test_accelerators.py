@@ -720,6 +720,42 @@ def test_jax_jit_computes_a_few_suspect_slices_alone(
         _assert_same(got, want, "float32", exact=False, what=f"{op} {rows}")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize(
+    ("shape", "axes"),
+    [((300, 70), (1,)), ((300, 70), (0,)), ((5, 6, 7), (0, 2)), ((64,), (0,)), ((9, 9), (0, 1))],
+    ids=["last", "first", "outer-two", "vector", "every"],
+)
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.5, 1.0], ids=lambda s: f"{s:.0%}-special")
+def test_jax_log_sum_exp_with_xla_max_is_the_jit_kernel_bit_for_bit(
+    dtype: str, shape: tuple[int, ...], axes: tuple[int, ...], share: float
+) -> None:
+    """LogSumExp's shift taken by XLA's max, which drops NaN on the CPU, gives the bits of
+    the compiled kernel whose max searches for NaN (the ``jit`` accelerator): NaN of
+    either sign, infinities of both signs, values that overflow exp, in a tenth, half and
+    every place of a slice."""
+    jax = pytest.importorskip("jax")
+    from anyreduce._backends import _jax
+
+    backend = next(b for b in BACKENDS if b.name.startswith("jax") and b.has(dtype))
+    ((profile, accelerator),) = [
+        (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("jax", "log-sum-exp-with-xla-max")
+    ]
+    rng = np.random.default_rng(29)
+    values = rng.standard_normal(shape)
+    special = rng.random(shape) < share
+    fills = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 3e38, -3e38, 1e-30, 1000.0, -1000.0]
+    values[special] = rng.choice(fills, size=int(special.sum()))
+    with backend.active() as xp, np.errstate(over="ignore"):  # 3e38 is inf in float16
+        data = make(xp, values, dtype)
+        for keepdims in (True, False):
+            got = accelerator.run("reduce_log_sum_exp", data, axes, keepdims, profile)
+            want = _jax._compiled("reduce_log_sum_exp", axes, keepdims)(data)
+            assert got.dtype == want.dtype
+            bits = [np.asarray(jax.device_get(r)).astype(np.float64).tobytes() for r in (got, want)]
+            assert bits[0] == bits[1], (dtype, keepdims)
+
+
 @pytest.mark.parametrize(
     ("shape", "axes", "where", "count"),
     [
