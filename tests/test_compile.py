@@ -129,6 +129,35 @@ def test_torch_dynamic_compile_as_the_first_compile() -> None:
     _run_fresh(_DYNAMIC_FIRST)
 
 
+_NO_RECOMPILE = textwrap.dedent(
+    """
+    import torch
+    import anyreduce
+
+    torch._dynamo.config.error_on_recompile = True
+    OPS = OPS_HERE
+    for dtype in (torch.float32, torch.float16, torch.int32):
+        x = (torch.rand(4, 16) * 10).to(dtype)
+        for op in OPS:  # each op compiled before it runs eagerly, then called again
+            f = getattr(anyreduce, op)
+            for axes in ((1,), None):
+                torch._dynamo.reset()  # the lambdas share their code, whose entries these are
+                fn = torch.compile(lambda a, f=f, axes=axes: f(a, axes), backend="eager")
+                for _ in range(3):
+                    fn(x)
+    print("ok")
+    """
+)
+
+
+def test_torch_compile_does_not_recompile_on_the_second_call() -> None:
+    """A fresh process: the trace of a first call leaves anyreduce's tables as they were,
+    so the guards on them hold at the next call (with ``error_on_recompile``, a recompile
+    is an error). Before, each trace filled the tables and every operator compiled twice."""
+    pytest.importorskip("torch")
+    _run_fresh(_NO_RECOMPILE)
+
+
 _AFTER_OTHERS = textwrap.dedent(
     """
     import numpy as np

@@ -12,6 +12,7 @@ from typing import Any
 from . import _backends
 from ._lib import _dtypes
 from ._lib._axes import AxesLike, check_flag, normalize
+from ._lib._memo import tracing
 from ._lib._ops import OPS, Op, run
 
 __all__ = [
@@ -50,8 +51,9 @@ def _reduce(
         xp = _backends.namespace(name, data)
         _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
         refuses = _backends.profile_for(xp).refuses
-        with contextlib.suppress(TypeError):  # an unhashable dtype is looked up each time
-            _VALID.setdefault(module, {})[name, type(data), data.dtype] = op, xp, refuses
+        if not tracing():  # a compiler's trace leaves the table as it was (see tracing)
+            with contextlib.suppress(TypeError):  # an unhashable dtype: looked up each time
+                _VALID.setdefault(module, {})[name, type(data), data.dtype] = op, xp, refuses
     else:
         if refuses(data) is not None:  # a sparse tensor after a dense one, ...
             _backends.admit(name, data, xp)

@@ -17,7 +17,7 @@ from typing import Any
 import array_api_compat
 
 from .._lib import _dtypes
-from .._lib._memo import library_key, memo
+from .._lib._memo import library_key, memo, tracing
 from . import _dask, _jax, _numpy, _strict, _torch
 from ._base import (
     NAMESPACES,
@@ -91,7 +91,8 @@ def lookup(data: object) -> Namespace | None:
             xp = array_api_compat.array_namespace(data)
         except TypeError:
             return None
-    NAMESPACES[type(data)] = xp
+    if not tracing():  # a compiler's trace leaves the table as it was (see tracing)
+        NAMESPACES[type(data)] = xp
     return xp
 
 
