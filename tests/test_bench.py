@@ -359,29 +359,46 @@ def test_bench_judges_compiled_l2_against_compiled_vector_norm(
     torch = pytest.importorskip("torch")
     from anyreduce._bench import _engine
     from anyreduce._bench._anchors import Backend
-    from anyreduce._bench._report import judged_records
+    from anyreduce._bench._report import _compiled_lines, judged_records
 
-    # Samples of ours 30, 26, 24 ms against 20 ms each: paired ratios 1.5, 1.3, 1.2.
-    samples = {"ours": iter([0.030, 0.026, 0.024]), "native": iter([0.020] * 3)}
+    # Samples of ours 30, 26, 24 ms against 20 ms each: paired ratios 1.5, 1.3, 1.2; then
+    # the pair compiled without guards on globals: 22, 21, 20 ms (1.1, 1.05, 1.0).
+    ours = [0.030, 0.026, 0.024, 0.022, 0.021, 0.020]
+    samples = {"ours": iter(ours), "native": iter([0.020] * 6)}
 
     def fake_time_units(units: list[list[Any]], repeats: int, budget_s: float) -> None:
         for c in units[0]:
             c.times = [next(samples[c.key[2]]) for _ in range(3)]
 
     monkeypatch.setattr(_engine, "_time_units", fake_time_units)
-    monkeypatch.setattr(torch, "compile", lambda fn, **options: fn)  # no compiling here
     backend = Backend(
         name="torch",
         convert=torch.from_numpy,
         sync=lambda r: r,
         plain_sum=lambda x, a: lambda: None,
     )
-    (record,) = _engine._compiled(_engine.Settings(), [backend], lambda line: None)
+    compiles: list[dict[str, Any]] = []
+
+    def compile_(fn: Any, **options: Any) -> Any:
+        compiles.append(options)
+        return fn  # no compiling here
+
+    monkeypatch.setattr(torch, "compile", compile_)
+    record, unguarded = _engine._compiled(_engine.Settings(), [backend], lambda line: None)
     assert record["vs_native"] == pytest.approx(1.3)
     assert record["ours_ms"] == pytest.approx(26.0 / _engine.COMPILED_CALLS)
     assert record["meets"] is False
-    result = {"large": [], "small": [], "compiled": [record]}
+    # Reported, not judged, and another row for --compare: both compiled with the filter.
+    assert unguarded["vs_native"] == pytest.approx(1.05)
+    assert unguarded["meets"] is None
+    assert unguarded["target_vs_native"] is None
+    assert unguarded["guards"] == unguarded["data"] == "skip_guard_on_globals_unsafe"
+    assert [c.get("options") for c in compiles] == [None, None] + 2 * [
+        {"guard_filter_fn": torch.compiler.skip_guard_on_globals_unsafe}
+    ]
+    result = {"large": [], "small": [], "compiled": [record, unguarded]}
     assert judged_records(result) == [record]
+    assert "not judged" in _compiled_lines(result)[1]
     assert _engine._compiled(_engine.Settings.quick_settings(), [backend], print) == []
     assert _engine._compiled(_engine.Settings(compiled=False), [backend], print) == []
 

@@ -158,6 +158,46 @@ def test_torch_compile_does_not_recompile_on_the_second_call() -> None:
     _run_fresh(_NO_RECOMPILE)
 
 
+_UNGUARDED = textwrap.dedent(
+    """
+    import torch
+    import anyreduce
+
+    OPS = OPS_HERE
+    unguarded = {"guard_filter_fn": torch.compiler.skip_guard_on_globals_unsafe}
+    x = torch.rand(4, 16) * 10
+    x[1, :3] = torch.tensor([3e38, 3e38, -3e38])  # partial sums overflow: a careful slice
+    x[2, :2] = torch.tensor([1e-30, 2e-30])
+    for op in OPS:
+        f = getattr(anyreduce, op)
+        for axes in ((1,), None):
+            torch.compiler.reset()
+            fn = torch.compile(
+                lambda a, f=f, axes=axes: f(a, axes),
+                fullgraph=True,
+                backend="eager",
+                options=unguarded,
+            )
+            first = fn(x)  # compiled before the eager call fills the tables
+            want = f(x, axes)
+            for got in (first, fn(x), fn(x * 1)):
+                torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    print("ok")
+    """
+)
+
+
+def test_torch_compile_without_guards_on_globals_keeps_the_values() -> None:
+    """A fresh process: compiled with ``guard_filter_fn=skip_guard_on_globals_unsafe``
+    (the performance page's advice for a reduction compiled alone in a hot loop), each op
+    equals eager, before and after an eager call fills the tables the trace read: they
+    remember pure functions of the dtype and axes, and the graph depends on neither."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch.compiler, "skip_guard_on_globals_unsafe"):
+        pytest.skip("this PyTorch has no torch.compiler.skip_guard_on_globals_unsafe")
+    _run_fresh(_UNGUARDED)
+
+
 _AFTER_OTHERS = textwrap.dedent(
     """
     import numpy as np

@@ -133,11 +133,14 @@ def _compiled_lines(result: dict[str, Any]) -> list[str]:
     for r in result.get("compiled", []):
         target = r.get("target_vs_native")
         judged = "" if target is None else f" (target <= {target}: {_mark(r['meets'])})"
+        what = "torch.compile"
+        if r.get("guards"):  # reported only: both compiled with this guard filter
+            what += f" (guard_filter_fn=torch.compiler.{r['guards']}, not judged)"
         if r.get("failed"):
-            lines.append(f"torch.compile, float32 L2: did not compile ({r['failed']}){judged}")
+            lines.append(f"{what}, float32 L2: did not compile ({r['failed']}){judged}")
             continue
         lines.append(
-            f"torch.compile, float32 {tuple(r['shape'])} L2 over the last axis: ours "
+            f"{what}, float32 {tuple(r['shape'])} L2 over the last axis: ours "
             f"{r['ours_ms']:.2f} ms, {r['native']} {r['native_ms']:.2f} ms, "
             f"x native {r['vs_native']:.2f}{judged}"
         )
