@@ -182,6 +182,9 @@ _UNGUARDED = textwrap.dedent(
             want = f(x, axes)
             for got in (first, fn(x), fn(x * 1)):
                 torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+            # The guards on the data stay: another dtype is compiled for its own.
+            wide = x.double()
+            torch.testing.assert_close(fn(wide), f(wide, axes), rtol=0, atol=0, equal_nan=True)
     print("ok")
     """
 )
@@ -189,9 +192,9 @@ _UNGUARDED = textwrap.dedent(
 
 def test_torch_compile_without_guards_on_globals_keeps_the_values() -> None:
     """A fresh process: compiled with ``guard_filter_fn=skip_guard_on_globals_unsafe``
-    (the performance page's advice for a reduction compiled alone in a hot loop), each op
-    equals eager, before and after an eager call fills the tables the trace read: they
-    remember pure functions of the dtype and axes, and the graph depends on neither."""
+    (the user guide's advice for a reduction compiled alone in a hot loop), each op
+    equals eager, before and after an eager call fills the tables the trace read (they
+    remember pure functions of the dtype and the axes), and on data of another dtype."""
     torch = pytest.importorskip("torch")
     if not hasattr(torch.compiler, "skip_guard_on_globals_unsafe"):
         pytest.skip("this PyTorch has no torch.compiler.skip_guard_on_globals_unsafe")
