@@ -889,6 +889,10 @@ _SMALL_LAYOUTS: list[tuple[tuple[int, ...], tuple[int, ...], str]] = [
 ]
 
 
+# The largest power of ten of each float type: "range" data go 7 below its smallest.
+_TOP_POWER = {"float16": 4, "bfloat16": 38, "float32": 38, "float64": 307}
+
+
 def _small_values(dtype: str, shape: tuple[int, ...], kind: str) -> np.ndarray:
     rng = np.random.default_rng(len(shape) + len(kind))
     # Magnitudes in [0.9, 1.1): the products of 256 of them stay finite and far from 0.
@@ -898,10 +902,31 @@ def _small_values(dtype: str, shape: tuple[int, ...], kind: str) -> np.ndarray:
         picks = rng.choice(_SPECIAL["float"], size=max(1, flat.size // 3))
         flat[rng.choice(flat.size, size=picks.size, replace=False)] = picks
     elif kind == "range":
-        top = 38 if dtype == "float32" else 307
+        top = _TOP_POWER[dtype]
         flat *= 10.0 ** rng.integers(-top - 7, top + 1, flat.size)
     with np.errstate(over="ignore", under="ignore"):
-        return values.astype(dtype)
+        return values.astype(np_dtype(dtype))
+
+
+def _tensor_on(values: np.ndarray) -> Any:
+    """A tensor on the memory of ``values``, with its strides (ml_dtypes' bfloat16 as
+    PyTorch's)."""
+    import torch
+
+    if values.dtype == np_dtype("bfloat16"):
+        return torch.from_numpy(values.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(values)
+
+
+def _bytes(t: Any) -> bytes:
+    """The bytes of tensor ``t``'s values, in order (bfloat16 as the float32 that holds
+    each of its values exactly: NumPy has no bfloat16)."""
+    import torch
+
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.numpy(force=True).tobytes()  # force: a gradient may be a ZeroTensor
 
 
 def _declares_small(library: str, values: np.ndarray, axes: tuple[int, ...]) -> bool:
@@ -916,8 +941,11 @@ def _declares_small(library: str, values: np.ndarray, axes: tuple[int, ...]) -> 
     )
 
 
+_SMALL_DTYPES = ["float16", "bfloat16", "float32", "float64"]
+
+
 @pytest.mark.parametrize("library", ["numpy", "torch"])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", _SMALL_DTYPES)
 @pytest.mark.parametrize("kind", ["clean", "specials", "range"])
 @pytest.mark.parametrize(("shape", "axes", "layout"), _SMALL_LAYOUTS, ids=str)
 @pytest.mark.parametrize("keepdims", [True, False], ids=["keepdims", "dropped"])
@@ -939,6 +967,10 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
     if not entries:
         pytest.skip(f"{library} is not installed")
     ((profile, accelerator),) = entries
+    if dtype not in accelerator.dtypes:
+        pytest.skip(f"{library}'s small-in-few-steps declares no {dtype}")
+    if np_dtype(dtype) is None:
+        pytest.skip("ml_dtypes is not installed")
     values = _small_values(dtype, shape, kind)
     if layout == "transposed":
         values = values.T.copy().T
@@ -946,11 +978,7 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
         values = values[:, ::2]
     declared = _declares_small(library, values, axes)
     before = values.copy()
-    data = values
-    if library == "torch":
-        import torch
-
-        data = torch.from_numpy(values)
+    data = _tensor_on(values) if library == "torch" else values
     for op in sorted(accelerator.ops):
         got = accelerator.run(op, data, axes, keepdims, profile)
         what = f"{op} {dtype} {kind}"
@@ -967,10 +995,10 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
         assert got.dtype == want.dtype, what
         assert got.shape == want.shape, what
         assert got.tobytes() == want.tobytes(), what
-    np.testing.assert_array_equal(values, before)
+    assert values.tobytes() == before.tobytes()  # unchanged (NaN's bits included)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", _SMALL_DTYPES)
 @pytest.mark.parametrize("kind", ["clean", "ties"])
 @pytest.mark.parametrize(("shape", "axes", "layout"), _SMALL_LAYOUTS[:8], ids=str)
 def test_small_in_few_steps_gives_the_generic_gradients(
@@ -983,21 +1011,25 @@ def test_small_in_few_steps_gives_the_generic_gradients(
     ((profile, accelerator),) = [
         (p, a) for p, a in _REGISTERED if a.name == "small-in-few-steps" and p.name == "torch"
     ]
+    if dtype not in accelerator.dtypes:
+        pytest.skip(f"small-in-few-steps declares no {dtype}")
+    if np_dtype(dtype) is None:
+        pytest.skip("ml_dtypes is not installed")
     values = _small_values(dtype, shape, "clean")
     if kind == "ties":
-        values = np.round(values * 4) / 4
+        values = (np.round(values.astype(np.float64) * 4) / 4).astype(values.dtype)
     if layout == "transposed":
         values = values.T.copy().T
     elif layout == "strided":
         values = values[:, ::2]
     weights = torch.from_numpy(np.random.default_rng(5).standard_normal(values.shape))
     for op in sorted(accelerator.ops):
-        ours, generic = (torch.from_numpy(values).requires_grad_(True) for _ in range(2))
+        ours, generic = (_tensor_on(values).requires_grad_(True) for _ in range(2))
         got = accelerator.run(op, ours, axes, False, profile)
         assert got is not None, op
         with no_accelerators():
             want = getattr(anyreduce, op)(generic, list(axes), keepdims=False)
-        assert got.detach().numpy().tobytes() == want.detach().numpy().tobytes(), op
+        assert _bytes(got) == _bytes(want), op
         grads = []
         for x, result in ((ours, got), (generic, want)):
             (first,) = torch.autograd.grad(result.sum(), x, create_graph=True)
@@ -1006,10 +1038,10 @@ def test_small_in_few_steps_gives_the_generic_gradients(
                 (second,) = torch.autograd.grad((first * weights.to(first.dtype)).sum(), x)
             grads.append((first.detach(), second))
         (first, second), (first_want, second_want) = grads
-        assert first.numpy().tobytes() == first_want.numpy().tobytes(), op
+        assert _bytes(first) == _bytes(first_want), op
         assert (second is None) == (second_want is None), op
         if second is not None:
-            assert second.numpy(force=True).tobytes() == second_want.numpy(force=True).tobytes(), op
+            assert _bytes(second) == _bytes(second_want), op
 
 
 def _exact_product(row: np.ndarray, dtype: str) -> Any:
