@@ -727,20 +727,20 @@ def test_jax_jit_computes_a_few_suspect_slices_alone(
     ids=["last", "first", "outer-two", "vector", "every"],
 )
 @pytest.mark.parametrize("share", [0.0, 0.1, 0.5, 1.0], ids=lambda s: f"{s:.0%}-special")
-def test_jax_log_sum_exp_with_xla_max_is_the_jit_kernel_bit_for_bit(
+def test_jax_log_sum_exp_shift_by_xla_max_is_the_nan_searching_kernel_bit_for_bit(
     dtype: str, shape: tuple[int, ...], axes: tuple[int, ...], share: float
 ) -> None:
-    """LogSumExp's shift taken by XLA's max, which drops NaN on the CPU, gives the bits of
-    the compiled kernel whose max searches for NaN (the ``jit`` accelerator): NaN of
-    either sign, infinities of both signs, values that overflow exp, in a tenth, half and
-    every place of a slice."""
+    """LogSumExp's shift taken by XLA's max (JAX's ``Profile.peak``), which drops NaN on
+    the CPU, gives the bits of the kernel whose shift is the shim's max, which searches
+    for NaN: NaN of either sign, infinities of both signs, values that overflow exp, in a
+    tenth, half and every place of a slice; compiled by the ``jit`` accelerator and by a
+    user's ``jax.jit`` alike."""
     jax = pytest.importorskip("jax")
+    from anyreduce._agnostic._kernels import largest
     from anyreduce._backends import _jax
 
     backend = next(b for b in BACKENDS if b.name.startswith("jax") and b.has(dtype))
-    ((profile, accelerator),) = [
-        (p, a) for p, a in _REGISTERED if (p.name, a.name) == ("jax", "log-sum-exp-with-xla-max")
-    ]
+    searching = dataclasses.replace(_jax.PROFILE, peak=largest)
     rng = np.random.default_rng(29)
     values = rng.standard_normal(shape)
     special = rng.random(shape) < share
@@ -749,11 +749,26 @@ def test_jax_log_sum_exp_with_xla_max_is_the_jit_kernel_bit_for_bit(
     with backend.active() as xp, np.errstate(over="ignore"):  # 3e38 is inf in float16
         data = make(xp, values, dtype)
         for keepdims in (True, False):
-            got = accelerator.run("reduce_log_sum_exp", data, axes, keepdims, profile)
-            want = _jax._compiled("reduce_log_sum_exp", axes, keepdims)(data)
-            assert got.dtype == want.dtype
-            bits = [np.asarray(jax.device_get(r)).astype(np.float64).tobytes() for r in (got, want)]
-            assert bits[0] == bits[1], (dtype, keepdims)
+
+            def kernel(x: Any, profile: Profile = searching, keep: bool = keepdims) -> Any:
+                return _backends.run_kernel(
+                    profile, xp, "reduce_log_sum_exp", x, axes, keep, profile.select
+                )
+
+            want = jax.jit(kernel)(data)
+            got = [
+                _jax._compiled("reduce_log_sum_exp", axes, keepdims)(data),
+                jax.jit(lambda x, k=keepdims: anyreduce.reduce_log_sum_exp(x, axes, keepdims=k))(
+                    data
+                ),
+            ]
+            for result in got:
+                assert result.dtype == want.dtype
+                bits = [
+                    np.asarray(jax.device_get(r)).astype(np.float64).tobytes()
+                    for r in (result, want)
+                ]
+                assert bits[0] == bits[1], (dtype, keepdims)
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ __all__ = [
     "Kernel",
     "ScaledSquare",
     "l2_floor",
+    "largest",
     "magnitude",
     "plain_total",
     "scaled_down",
@@ -52,6 +53,7 @@ Parts = Callable[
 ]
 Term = Callable[[Namespace, Array], Array]
 Total = Callable[[Namespace, Term | None, Array, Axes, bool, Any], Array]
+Peak = Callable[[Namespace, Array, Axes], Array]
 
 
 def where_suspect(
@@ -77,6 +79,14 @@ def whole(
     them with ``merge``: one pass over the data, part by part.
     """
     return partial(xp, x, axes)
+
+
+def largest(xp: Namespace, y: Array, axes: Axes) -> Array:
+    """Each slice's largest value (keepdims), where a NaN in the slice may be missed: the
+    shift of LogSumExp, whose sum of ``exp(y - shift)`` is NaN in such a slice whatever
+    the shift. The standard ``max``; a library whose ``max`` must search for NaN apart
+    may give its plain one as ``Context.peak``."""
+    return xp.max(y, axis=axes, keepdims=True)
 
 
 def square(xp: Namespace, y: Array) -> Array:
@@ -127,8 +137,9 @@ def plain_total(
 class Context(NamedTuple):
     """What a kernel needs besides its data: the namespace, the caller's dtype, how
     suspect slices are recomputed (:func:`where_suspect` unless an eager backend says),
-    how statistics of data in parts are merged, and how a total of terms is taken
-    (:func:`plain_total`).
+    how statistics of data in parts are merged, how a total of terms is taken
+    (:func:`plain_total`), and how the largest values for a shift are found
+    (:func:`largest`).
 
     A named tuple: one is made on every call, in 0.4 of a frozen dataclass's time."""
 
@@ -137,6 +148,7 @@ class Context(NamedTuple):
     select: Select = where_suspect
     parts: Parts = whole
     total: Total = plain_total
+    peak: Peak = largest
 
 
 Kernel = Callable[[Array, Axes, bool, Context], Array]
@@ -671,7 +683,8 @@ def _log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     if not axes:
         r = _copy(xp, y)
     else:
-        shift, total = ctx.parts(xp, y, axes, _shifted_exps, _merge_shifted, (0.0, 0.0), wide)
+        shifted = functools.partial(_shifted_exps, peak=ctx.peak)
+        shift, total = ctx.parts(xp, y, axes, shifted, _merge_shifted, (0.0, 0.0), wide)
         r = _keep(xp, _log(xp, total) + shift, axes, keepdims)
     return float_to_int(xp, r, ctx.dtype, x.dtype) if integer else _cast(xp, r, ctx.dtype)
 
@@ -724,13 +737,16 @@ def _int_log_sum_exp(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Arra
     return _keep(xp, xp.where(bump, v + 1, r), axes, keepdims)
 
 
-def _shifted_exps(xp: Namespace, y: Array, axes: Axes) -> tuple[Array, Array]:
-    """Per slice (keepdims): a shift m and the sum of exp(y - m), m the slice's maximum.
+def _shifted_exps(
+    xp: Namespace, y: Array, axes: Axes, *, peak: Peak = largest
+) -> tuple[Array, Array]:
+    """Per slice (keepdims): a shift m and the sum of exp(y - m), m the slice's maximum
+    (``peak``'s: a NaN it misses makes the sum NaN all the same).
 
     The shift keeps exp from overflowing; a slice whose maximum is +-inf or NaN is not
     shifted, which gives +inf, -inf and NaN by IEEE rules.
     """
-    m = xp.max(y, axis=axes, keepdims=True)
+    m = peak(xp, y, axes)
     shift = xp.where(non_finite(xp, m), xp.zeros_like(m), m)
     return shift, rsum(xp, xp.exp(y - shift), axes, True, y.dtype)
 

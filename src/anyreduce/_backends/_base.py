@@ -12,7 +12,16 @@ from typing import Any
 import array_api_compat
 
 from .._agnostic import KERNELS, Context
-from .._agnostic._kernels import Parts, Select, Total, plain_total, where_suspect, whole
+from .._agnostic._kernels import (
+    Parts,
+    Peak,
+    Select,
+    Total,
+    largest,
+    plain_total,
+    where_suspect,
+    whole,
+)
 from .._lib import _dtypes
 
 __all__ = [
@@ -84,6 +93,9 @@ class Profile:
     parts : callable
         How statistics of data that come in parts are taken and merged (Dask's chunks);
         ``anyreduce._agnostic.whole`` for data in one piece.
+    peak : callable
+        ``peak(xp, y, axes)``: each slice's largest value for LogSumExp's shift, where a
+        NaN may be missed (``anyreduce._agnostic._kernels.largest``: the shim's ``max``).
     eager : callable
         ``eager(x)``: whether ``x`` holds concrete values that may be read on the host now
         (not traced, compiled or lazy; on a GPU, where a read synchronises with the device,
@@ -102,6 +114,7 @@ class Profile:
     refuses: Callable[[Array], str | None] = _admits_all
     quiet: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
     parts: Parts = whole
+    peak: Peak = largest
     select: Select = where_suspect
     eager: Callable[[Array], bool] = lambda x: False
     accelerators: tuple[Accelerator, ...] = ()
@@ -219,7 +232,8 @@ def run_kernel(
     dtype = x.dtype
     with profile.quiet():
         carried = profile.lift(x)
-        ctx = Context(profile.shim(xp), profile.logical(dtype), select, profile.parts, total)
+        shim = profile.shim(xp)
+        ctx = Context(shim, profile.logical(dtype), select, profile.parts, total, profile.peak)
         result = KERNELS[op](carried, axes, keepdims, ctx)
         return profile.lower(xp, result, dtype)
 

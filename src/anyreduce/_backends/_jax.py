@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import operator
@@ -91,10 +90,15 @@ def _shim(xp: Namespace) -> Namespace:
     )
 
 
-@memo(key=library_key)
-def _shim_with_xla_max(xp: Namespace) -> Namespace:
-    """:func:`_shim` with XLA's own max and min, which may drop NaN."""
-    return Shim(xp, abs=_abs_with_zero_subgradient())
+def _xla_peak(xp: Namespace, y: Array, axes: Axes) -> Array:
+    """LogSumExp's shift by XLA's own max, not the shim's, which searches the slices for
+    NaN (:func:`_nan_propagating`): a NaN in a slice makes its sum of ``exp(y - shift)``
+    NaN whatever the shift (a finite one, or 0 where the maximum is infinite), so the
+    result is the same, and the search's second pass over the data is saved, under a
+    user's ``jit`` too."""
+    import jax.numpy as jnp
+
+    return jnp.max(y, axis=axes, keepdims=True)
 
 
 def _select_by_cond(xp: Namespace, suspect: Array, careful: Any, plain: Array) -> Array:
@@ -191,16 +195,13 @@ def _later(op: str, x: Array, axes: Axes, keepdims: bool) -> Array:
 
 
 @memo(limit=1024)
-def _compiled(op: str, axes: Axes, keepdims: bool, xla_max: bool = False) -> Any:
-    """The kernel compiled; with ``xla_max``, its max is XLA's own (see
-    :func:`_log_sum_exp_with_xla_max`)."""
+def _compiled(op: str, axes: Axes, keepdims: bool) -> Any:
+    """The kernel compiled."""
     import jax
     import jax.numpy as jnp
 
-    profile = dataclasses.replace(PROFILE, shim=_shim_with_xla_max) if xla_max else PROFILE
-
     def kernel(x: Array) -> Array:
-        return run_kernel(profile, jnp, op, x, axes, keepdims, select=_select_by_cond)
+        return run_kernel(PROFILE, jnp, op, x, axes, keepdims, select=_select_by_cond)
 
     return jax.jit(kernel)
 
@@ -282,41 +283,15 @@ _THROUGH_NUMPY = Accelerator(
 )
 
 
-def _log_sum_exp_with_xla_max(
-    op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile
-) -> Array:
-    """LogSumExp compiled with XLA's own max for its shift, not the one that searches the
-    slices for NaN (:func:`_nan_propagating`): a NaN in a slice makes its sum of
-    ``exp(x - shift)`` NaN whatever the shift (a finite one, or 0 where the maximum is
-    infinite), so the result is the kernel's, and the search's second pass is saved."""
-    return _compiled(op, axes, keepdims, True)(x)
-
-
 PROFILE = Profile(
     name="jax",
     recognises=recognises,
     shim=_shim,
     select=_select_by_cond,
+    peak=_xla_peak,
     eager=_eager,
     accelerators=(
         _THROUGH_NUMPY,
-        Accelerator(
-            name="log-sum-exp-with-xla-max",
-            ops=frozenset({"reduce_log_sum_exp"}),
-            dtypes=frozenset({"float16", "bfloat16", "float32", "float64"}),
-            covers=(
-                "concrete arrays (not tracers), compiled as ``jit`` compiles them, the "
-                "shift taken by XLA's max, which may drop NaN (the slice's sum is NaN then)"
-            ),
-            earned=(
-                "float32 (4096, 8192), the call, separate processes, twice: last axis "
-                "16.7-20.7 -> 14.6-15.1 ms (1.22-1.25x -> 0.98-1.01x jax.nn.logsumexp "
-                "compiled), first axis 55.3-57.5 -> 41.0-44.1 (1.38-1.39x -> 1.00-1.02x): "
-                "the NaN search's sum is a second pass over the data"
-            ),
-            exact=False,
-            run=_log_sum_exp_with_xla_max,
-        ),
         Accelerator(
             name="jit",
             ops=ALL_OPS,
