@@ -298,40 +298,35 @@ def _finite(r: Array) -> bool:
     return math.isfinite(np.add.reduce(r, axis=None))
 
 
-def _back(r: Array, x: Array) -> Array:
-    """Result ``r``, computed in the accumulator, in ``x``'s dtype (as the kernel casts it)."""
-    return r if r.dtype == x.dtype else r.astype(x.dtype)
-
-
 def _plain(total: Array, x: Array) -> bool:
     """Whether the generic kernel takes sum ``total`` of ``x`` as it is: where it is
     finite, or always where it was widened (float16 in float64, whose sums cannot
     overflow: the kernel has no careful form for them)."""
-    return total.dtype != x.dtype or _finite(total)
+    return total.dtype.type is not x.dtype.type or _finite(total)
 
 
 def _small_sum(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     np = _numpy()
     total = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
-    return _back(total, x) if _plain(total, x) else None
+    return total if _plain(total, x) else None
 
 
 def _small_mean(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     np = _numpy()
     total = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
     mean = total / math.prod([x.shape[a] for a in axes])
-    return _back(mean, x) if _plain(mean, x) else None
+    return mean if _plain(mean, x) else None
 
 
 def _small_sum_square(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
     np = _numpy()
     y = x.astype(acc, copy=False)
-    return _back(np.add.reduce(np.multiply(y, y), axis=axes, dtype=acc, keepdims=keepdims), x)
+    return np.add.reduce(np.multiply(y, y), axis=axes, dtype=acc, keepdims=keepdims)
 
 
 def _small_l1(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
     np = _numpy()
-    return _back(np.add.reduce(np.abs(x), axis=axes, dtype=acc, keepdims=keepdims), x)
+    return np.add.reduce(np.abs(x), axis=axes, dtype=acc, keepdims=keepdims)
 
 
 @memo()
@@ -347,7 +342,7 @@ def _small_l2(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     total = np.add.reduce(np.multiply(y, y), axis=axes, dtype=acc, keepdims=keepdims)
     # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
     if np.minimum.reduce(total, axis=None) >= _l2_floor(total.dtype) and _finite(total):
-        return _back(np.sqrt(total), x)
+        return np.sqrt(total)
     return None
 
 
@@ -356,7 +351,7 @@ def _small_prod(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     product = np.multiply.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
     # Finite and not 0: the generic kernel's plain product.
     if np.minimum.reduce(np.abs(product), axis=None) > 0 and _finite(product):
-        return _back(product, x)
+        return product
     return None
 
 
@@ -364,18 +359,18 @@ def _small_prod(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
 # tied zeros comes out depends on the loop).
 def _small_max(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
     np = _numpy()
-    return _back(np.maximum.reduce(x, axis=axes, keepdims=keepdims, dtype=acc), x)
+    return np.maximum.reduce(x, axis=axes, keepdims=keepdims, dtype=acc)
 
 
 def _small_min(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
     np = _numpy()
-    return _back(np.minimum.reduce(x, axis=axes, keepdims=keepdims, dtype=acc), x)
+    return np.minimum.reduce(x, axis=axes, keepdims=keepdims, dtype=acc)
 
 
 def _small_log_sum(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     np = _numpy()
     total = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
-    return _back(np.log(total), x) if _plain(total, x) else None
+    return np.log(total) if _plain(total, x) else None
 
 
 def _small_log_sum_exp(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
@@ -387,7 +382,7 @@ def _small_log_sum_exp(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array 
     # The largest term is exp(0) = 1: the total is at least 1, never 0.
     total = np.add.reduce(np.exp(y - shift), axis=axes, dtype=acc, keepdims=True)
     result = np.log(total) + shift
-    return _back(result if keepdims else np.squeeze(result, axis=axes), x)
+    return result if keepdims else np.squeeze(result, axis=axes)
 
 
 _SMALL_KERNELS: dict[str, Callable[[Array, Axes, bool, Any], Array | None]] = {
@@ -412,10 +407,13 @@ def _small(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> A
         return None
     import numpy as np
 
-    # The kernel's accumulator: float16 adds up in float64 (compute_float).
-    acc = np.dtype(np.float64) if x.dtype == np.float16 else x.dtype
+    dtype = x.dtype
     with np.errstate(all="ignore"):
-        return _SMALL_KERNELS[op](x, axes, keepdims, acc)
+        if dtype.type is not np.float16:
+            return _SMALL_KERNELS[op](x, axes, keepdims, dtype)
+        # float16 adds up in float64 (compute_float), and the kernel casts back.
+        result = _SMALL_KERNELS[op](x, axes, keepdims, np.dtype(np.float64))
+        return result if result is None else result.astype(dtype)
 
 
 _SMALL = Accelerator(

@@ -179,45 +179,47 @@ def _extremes(t: Array) -> tuple[float, float]:
     return smallest.item(), largest.item()
 
 
-def _back(r: Array, x: Array) -> Array:
-    """Result ``r``, computed in the accumulator, in ``x``'s dtype (as the kernel casts it)."""
-    return r if r.dtype == x.dtype else r.to(x.dtype)
+def _widened(x: Array, acc: Any) -> Array:
+    """``x`` in accumulator ``acc``: itself where it is already (``x.to`` of its own dtype
+    costs 0.9 us a call, a fifth of a small call's overhead). Dtypes are compared with
+    ``is`` here and below: PyTorch's are singletons, and ``==`` costs 0.1 us."""
+    return x if x.dtype is acc else x.to(acc)
 
 
 def _plain(total: Array, x: Array) -> bool:
     """Whether the generic kernel takes sum ``total`` of ``x`` as it is: where it is
     finite, or always where it was widened (float16 and bfloat16 in float64, whose sums
     cannot overflow: the kernel has no careful form for them)."""
-    return total.dtype != x.dtype or _finite(total)
+    return total.dtype is not x.dtype or _finite(total)
 
 
 def _small_sum(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     total = torch.sum(x, axes, dtype=acc, keepdim=keepdims)
-    return _back(total, x) if _plain(total, x) else None
+    return total if _plain(total, x) else None
 
 
 def _small_mean(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     total = torch.sum(x, axes, dtype=acc, keepdim=keepdims)
     mean = total / math.prod([x.shape[a] for a in axes])
-    return _back(mean, x) if _plain(mean, x) else None
+    return mean if _plain(mean, x) else None
 
 
 def _small_sum_square(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
-    y = x.to(acc)
-    return _back(torch.sum(torch.multiply(y, y), axes, dtype=acc, keepdim=keepdims), x)
+    y = _widened(x, acc)
+    return torch.sum(torch.multiply(y, y), axes, dtype=acc, keepdim=keepdims)
 
 
 def _small_l1(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
-    return _back(torch.sum(torch.abs(x), axes, dtype=acc, keepdim=keepdims), x)
+    return torch.sum(torch.abs(x), axes, dtype=acc, keepdim=keepdims)
 
 
 def _small_l2(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    y = x.to(acc)
+    y = _widened(x, acc)
     total = torch.sum(torch.multiply(y, y), axes, dtype=acc, keepdim=keepdims)
     # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
     smallest, largest = _extremes(total)
     if smallest >= _l2_floor(acc) and largest < math.inf:
-        return _back(torch.sqrt(total), x)
+        return torch.sqrt(total)
     return None
 
 
@@ -225,7 +227,7 @@ def _small_prod(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> A
     product = _eager_shim(namespace_for(x)).prod(x, axis=axes, keepdims=keepdims, dtype=acc)
     # Finite and not 0: the generic kernel's plain product.
     smallest, largest = _extremes(torch.abs(product))
-    return _back(product, x) if smallest > 0 and largest < math.inf else None
+    return product if smallest > 0 and largest < math.inf else None
 
 
 def _small_max(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
@@ -238,11 +240,11 @@ def _small_min(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Ar
 
 def _small_log_sum(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     total = torch.sum(x, axes, dtype=acc, keepdim=keepdims)
-    return _back(torch.log(total), x) if _plain(total, x) else None
+    return torch.log(total) if _plain(total, x) else None
 
 
 def _small_log_sum_exp(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    y = x.to(acc)
+    y = _widened(x, acc)
     shift = torch.amax(y, axes, keepdim=True)
     if not _finite(shift):
         return None
@@ -254,7 +256,7 @@ def _small_log_sum_exp(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: An
         torch.exp(terms, out=terms)
     total = torch.sum(terms, axes, dtype=acc, keepdim=True)
     result = torch.log(total) + shift
-    return _back(result if keepdims else torch.squeeze(result, axes), x)
+    return result if keepdims else torch.squeeze(result, axes)
 
 
 _SMALL_KERNELS: dict[str, Callable[[Any, Array, Axes, bool, Any], Array | None]] = {
@@ -280,9 +282,12 @@ def _small(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> A
         return None
     import torch
 
-    # The kernel's accumulator: float16 and bfloat16 add up in float64 (compute_float).
-    acc = torch.float64 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-    return _SMALL_KERNELS[op](torch, x, axes, keepdims, acc)
+    dtype = x.dtype
+    if dtype is torch.float32 or dtype is torch.float64:
+        return _SMALL_KERNELS[op](torch, x, axes, keepdims, dtype)
+    # float16 and bfloat16 add up in float64 (compute_float), and the kernel casts back.
+    result = _SMALL_KERNELS[op](torch, x, axes, keepdims, torch.float64)
+    return result if result is None or result.dtype is dtype else result.to(dtype)
 
 
 _SMALL = Accelerator(
@@ -757,7 +762,7 @@ def _fused_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile)
         floor = 2.0 * math.sqrt(l2_floor(torch.finfo(acc)))
         if bool(torch.any(torch.isinf(r) | (r < floor))):
             return None
-    return r if r.dtype == x.dtype else r.to(x.dtype)
+    return r if r.dtype is x.dtype else r.to(x.dtype)
 
 
 _FUSED_NORMS = Accelerator(
