@@ -1013,6 +1013,40 @@ def test_small_in_few_steps_is_the_generic_kernel_bit_for_bit(
     assert values.tobytes() == before.tobytes()  # unchanged (NaN's bits included)
 
 
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, 0.0, "largest", "smallest"], ids=str)
+@pytest.mark.parametrize("keepdims", [True, False], ids=["keepdims", "dropped"])
+def test_small_in_few_steps_tests_every_value_of_a_few(
+    library: str, dtype: str, special: float | str, keepdims: bool
+) -> None:
+    """A result of a few values is tested value by value in Python: one value the kernel
+    would take the careful form of (or NaN), in any place, declines the call or gives
+    the generic kernel's bytes."""
+    entries = [
+        (p, a) for p, a in _REGISTERED if a.name == "small-in-few-steps" and p.name == library
+    ]
+    if not entries:
+        pytest.skip(f"{library} is not installed")
+    ((profile, accelerator),) = entries
+    info = np.finfo(np_dtype(dtype))
+    value = {"largest": float(info.max), "smallest": float(info.smallest_subnormal)}.get(
+        special, special
+    )
+    clean = _small_values(dtype, (3, 2, 2), "clean")
+    for place in np.ndindex(3, 2):
+        values = clean.copy()
+        values[place[0], :, place[1]] = value
+        data = _tensor_on(values) if library == "torch" else values
+        for op in sorted(accelerator.ops):
+            got = accelerator.run(op, data, (1,), keepdims, profile)
+            if got is None:
+                continue
+            with no_accelerators():
+                want = to_numpy(getattr(anyreduce, op)(data, [1], keepdims=keepdims))
+            assert to_numpy(got).tobytes() == want.tobytes(), f"{op} {place}"
+
+
 @pytest.mark.parametrize("dtype", _SMALL_DTYPES)
 @pytest.mark.parametrize("kind", ["clean", "ties"])
 @pytest.mark.parametrize(("shape", "axes", "layout"), _SMALL_LAYOUTS[:8], ids=str)

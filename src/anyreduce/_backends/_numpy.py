@@ -291,11 +291,29 @@ def _numpy() -> Any:
     return np
 
 
+#: Results of at most this many values are tested in Python: ``tolist`` and the built-in
+#: ``sum`` of 6 values take 0.3-0.45 us, NumPy's reduction 1.0-1.5 us; of 64, both 1 us.
+FEW_VALUES = 32
+
+
 def _finite(r: Array) -> bool:
     """Whether every value of ``r`` is finite (their sum is: a sum that overflows says no,
     which only sends the call to the generic kernel)."""
+    if r.size <= FEW_VALUES:
+        return math.isfinite(sum(r.ravel().tolist()))
+    return math.isfinite(_numpy().add.reduce(r, axis=None))
+
+
+def _least_and_finite(r: Array, *, magnitude: bool = False) -> tuple[Any, bool]:
+    """The smallest value of ``r`` (with ``magnitude``, of its absolute values; any value
+    where one is NaN), and whether every value is finite (as :func:`_finite`)."""
+    if r.size <= FEW_VALUES:
+        values = r.ravel().tolist()
+        least = min(map(abs, values)) if magnitude else min(values)
+        return least, math.isfinite(sum(values))
     np = _numpy()
-    return math.isfinite(np.add.reduce(r, axis=None))
+    least = np.minimum.reduce(np.abs(r) if magnitude else r, axis=None)
+    return least, math.isfinite(np.add.reduce(r, axis=None))
 
 
 def _plain(total: Array, x: Array) -> bool:
@@ -341,7 +359,8 @@ def _small_l2(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     y = x.astype(acc, copy=False)
     total = np.add.reduce(np.multiply(y, y), axis=axes, dtype=acc, keepdims=keepdims)
     # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
-    if np.minimum.reduce(total, axis=None) >= _l2_floor(total.dtype) and _finite(total):
+    least, finite = _least_and_finite(total)
+    if least >= _l2_floor(total.dtype) and finite:
         return np.sqrt(total)
     return None
 
@@ -350,7 +369,8 @@ def _small_prod(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     np = _numpy()
     product = np.multiply.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
     # Finite and not 0: the generic kernel's plain product.
-    if np.minimum.reduce(np.abs(product), axis=None) > 0 and _finite(product):
+    least, finite = _least_and_finite(product, magnitude=True)
+    if least > 0 and finite:
         return product
     return None
 
@@ -432,7 +452,9 @@ _SMALL = Accelerator(
         "the last axis: L2 26.1-26.2 -> 14.0-14.1, LogSumExp 48.4-49.0 -> 36.8-37.1; "
         "float16, by turns with it left out: (3, 2, 2) Sum 11.8-13.5 -> 8.8-8.9 us, L2 "
         "18.6-20.5 -> 12.4, LogSumExp 24.1-25.9 -> 13.8-13.9; (64, 256) L2 42.2-42.3 -> "
-        "33.0-33.2, LogSumExp 73.4-74.3 -> 58.9-59.3"
+        "33.0-33.2, LogSumExp 73.4-74.3 -> 58.9-59.3; results of at most 32 values "
+        "tested in Python (FEW_VALUES), by turns: float32 (3, 2, 2) Sum 6.9-7.0 -> 6.3-6.4 "
+        "us, L2 8.9 -> 7.9, Prod 8.2 -> 6.7-6.8 (64 values: 0.1-0.5 us slower)"
     ),
     exact=True,
     run=_small,
