@@ -899,7 +899,7 @@ _SMALL_LAYOUTS: list[tuple[tuple[int, ...], tuple[int, ...], str]] = [
     ((64, 256), (1,), "c"),
     ((17, 3), (0,), "c"),  # NumPy's declines: a leading axis of more than 16
     ((4, 3, 5), (0, 2), "c"),  # NumPy's declines: not a trailing run
-    ((64, 257), (1,), "c"),  # NumPy's declines: more than 2**14 elements
+    ((64, 257), (1,), "c"),  # NumPy's declines: more than 2**14 elements (half: taken)
     ((257, 256), (1,), "c"),  # declined: more than 2**16 elements (half: taken)
     ((512, 512), (1,), "c"),  # declined: 2**18 elements
 ]
@@ -948,10 +948,10 @@ def _bytes(t: Any) -> bytes:
 def _declares_small(library: str, values: np.ndarray, axes: tuple[int, ...]) -> bool:
     """Whether ``library``'s small-in-few-steps declares data ``values`` over ``axes``:
     NumPy's, at most 2**14 elements over a trailing run of axes or one axis of at most
-    16; PyTorch's, at most 2**16 elements over any axes (float16 and bfloat16: fewer than
-    2**18)."""
+    16; PyTorch's, at most 2**16 elements over any axes. Float16 and bfloat16: fewer than
+    2**18 elements."""
     half = values.dtype.itemsize == 2
-    if values.size > (2**14 if library == "numpy" else 2**18 - 1 if half else 2**16):
+    if values.size > (2**18 - 1 if half else 2**16 if library == "torch" else 2**14):
         return False
     return library == "torch" or (
         axes == tuple(range(values.ndim - len(axes), values.ndim))

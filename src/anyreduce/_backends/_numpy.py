@@ -274,6 +274,9 @@ def _guarded_later(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
 #: The most elements ``small-in-few-steps`` takes (64 KiB of float32): data whose
 #: reduction costs a few microseconds, less than the generic kernel's steps around it.
 SMALL_ELEMENTS = 2**14
+#: The most elements of float16 it takes: below ``widened-in-slabs``' smallest (2**18),
+#: where nothing else covers its L2, SumSquare and LogSumExp over trailing axes.
+SMALL_HALF_ELEMENTS = 2**18 - 1
 
 
 def _one_sum(x: Array, axes: Axes) -> bool:
@@ -336,10 +339,17 @@ def _small_mean(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     return mean if _plain(mean, x) else None
 
 
+def _squares(np: Any, x: Array, acc: Any) -> Array:
+    """The squares of ``x`` in ``acc``: a widened copy squared in place. One float64
+    temporary in place of two: two of 1 MiB cost float16 (256, 512) L2 about 1,000 us a
+    call, one about 160 (the allocator apparently gets the second anew each call)."""
+    y = x.astype(acc, copy=False)
+    return np.multiply(y, y, out=y) if y is not x else np.multiply(y, y)
+
+
 def _small_sum_square(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
     np = _numpy()
-    y = x.astype(acc, copy=False)
-    return np.add.reduce(np.multiply(y, y), axis=axes, dtype=acc, keepdims=keepdims)
+    return np.add.reduce(_squares(np, x, acc), axis=axes, dtype=acc, keepdims=keepdims)
 
 
 def _small_l1(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
@@ -356,8 +366,7 @@ def _l2_floor(dtype: Any) -> Any:
 
 def _small_l2(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     np = _numpy()
-    y = x.astype(acc, copy=False)
-    total = np.add.reduce(np.multiply(y, y), axis=axes, dtype=acc, keepdims=keepdims)
+    total = np.add.reduce(_squares(np, x, acc), axis=axes, dtype=acc, keepdims=keepdims)
     # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
     least, finite = _least_and_finite(total)
     if least >= _l2_floor(total.dtype) and finite:
@@ -399,8 +408,10 @@ def _small_log_sum_exp(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array 
     shift = np.maximum.reduce(y, axis=axes, keepdims=True)
     if not _finite(shift):
         return None
-    # The largest term is exp(0) = 1: the total is at least 1, never 0.
-    total = np.add.reduce(np.exp(y - shift), axis=axes, dtype=acc, keepdims=True)
+    # The largest term is exp(0) = 1: the total is at least 1, never 0. One temporary:
+    # a widened copy is shifted in place (see _squares).
+    terms = np.subtract(y, shift, out=y) if y is not x else y - shift
+    total = np.add.reduce(np.exp(terms, out=terms), axis=axes, dtype=acc, keepdims=True)
     result = np.log(total) + shift
     return result if keepdims else np.squeeze(result, axis=axes)
 
@@ -423,13 +434,16 @@ def _small(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> A
     """The generic kernel's steps on clean results, and nothing around them: a result the
     kernel would take the careful form of (an infinity, NaN, a product or an L2 total of 0
     or near it) declines, and the generic kernel takes the call."""
-    if x.size > SMALL_ELEMENTS or not axes or not x.dtype.isnative or not _one_sum(x, axes):
-        return None
     import numpy as np
 
     dtype = x.dtype
+    half = dtype.type is np.float16
+    if x.size > (SMALL_HALF_ELEMENTS if half else SMALL_ELEMENTS):
+        return None
+    if not axes or not dtype.isnative or not _one_sum(x, axes):
+        return None
     with np.errstate(all="ignore"):
-        if dtype.type is not np.float16:
+        if not half:
             return _SMALL_KERNELS[op](x, axes, keepdims, dtype)
         # float16 adds up in float64 (compute_float), and the kernel casts back.
         result = _SMALL_KERNELS[op](x, axes, keepdims, np.dtype(np.float64))
@@ -441,10 +455,11 @@ _SMALL = Accelerator(
     ops=ALL_OPS,
     dtypes=frozenset({"float16", "float32", "float64"}),
     covers=(
-        "data of native byte order and at most 2**14 elements, reduced over a trailing run "
-        "of axes or over one axis of at most 16 elements; float16 added up (and its Max "
-        "and Min taken) in float64, as the kernel does; results the generic kernel takes "
-        "as they are (finite; L2 totals above its floor, products not 0)"
+        "data of native byte order and at most 2**14 elements (float16: fewer than 2**18), "
+        "reduced over a trailing run of axes or over one axis of at most 16 elements; "
+        "float16 added up (and its Max and Min taken) in float64, as the kernel does, its "
+        "widened copy squared or shifted in place; results the generic kernel takes as "
+        "they are (finite; L2 totals above its floor, products not 0)"
     ),
     earned=(
         "float32 (3, 2, 2) over axis 1, a call, by turns: Sum 10.1-10.3 -> 5.4-5.5 us, "
@@ -454,7 +469,9 @@ _SMALL = Accelerator(
         "18.6-20.5 -> 12.4, LogSumExp 24.1-25.9 -> 13.8-13.9; (64, 256) L2 42.2-42.3 -> "
         "33.0-33.2, LogSumExp 73.4-74.3 -> 58.9-59.3; results of at most 32 values "
         "tested in Python (FEW_VALUES), by turns: float32 (3, 2, 2) Sum 6.9-7.0 -> 6.3-6.4 "
-        "us, L2 8.9 -> 7.9, Prod 8.2 -> 6.7-6.8 (64 values: 0.1-0.5 us slower)"
+        "us, L2 8.9 -> 7.9, Prod 8.2 -> 6.7-6.8 (64 values: 0.1-0.5 us slower); float16 "
+        "below 2**18 with one temporary, separate processes by turns with the code before: "
+        "(256, 512) L2 917-958 -> 173-179 us, LogSumExp 1364-1447 -> 344-345"
     ),
     exact=True,
     run=_small,
