@@ -425,6 +425,21 @@ def test_no_accelerator_runs_when_they_are_off(entry: tuple[Profile, Accelerator
             getattr(anyreduce, op)(data, 1)
 
 
+def test_the_dispatch_keeps_freed_temporaries_for_eager_data(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """glibc's trim threshold is raised at the first eager call (keep_freed_pieces): a
+    kernel's temporaries of about 1 MiB are then not faulted in anew each call."""
+    calls: list[None] = []
+    monkeypatch.setattr(_backends, "keep_freed_pieces", lambda: calls.append(None))
+    anyreduce.reduce_l2(np.ones((4, 6), np.int8), 1)
+    assert calls
+    calls.clear()
+    with no_accelerators():  # the generic kernels alone: nothing but them runs
+        anyreduce.reduce_l2(np.ones((4, 6), np.int8), 1)
+    assert not calls
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("axes", [(1,), (0, 1)], ids=["last", "every"])
 def test_blocked_norm_keeps_the_range_of_the_generic_kernel(
