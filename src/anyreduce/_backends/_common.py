@@ -452,10 +452,13 @@ def keep_freed_pieces() -> None:
         return
     if not glibc:  # pragma: no cover - not glibc
         return
-    import ctypes
+    try:
+        import ctypes
 
-    libc = ctypes.CDLL(None)
-    malloc, free = libc.malloc, libc.free
+        libc = ctypes.CDLL(None)
+        malloc, free = libc.malloc, libc.free
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - no ctypes, no symbols
+        return
     malloc.restype, malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
     free.restype, free.argtypes = None, (ctypes.c_void_p,)
     free(malloc(_KEPT_BYTES))
