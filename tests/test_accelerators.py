@@ -916,6 +916,7 @@ _SMALL_LAYOUTS: list[tuple[tuple[int, ...], tuple[int, ...], str]] = [
     ((4, 3, 5), (0, 2), "c"),  # NumPy's declines: not a trailing run
     ((64, 257), (1,), "c"),  # NumPy's declines: more than 2**14 elements (half: taken)
     ((257, 256), (1,), "c"),  # declined: more than 2**16 elements (half: taken)
+    ((511, 512), (1,), "c"),  # half: taken, the largest of a row's length; others declined
     ((512, 512), (1,), "c"),  # declined: 2**18 elements
 ]
 
