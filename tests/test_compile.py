@@ -80,9 +80,10 @@ _FIRST_CALL = textwrap.dedent(
 )
 
 
-def _run_fresh(script: str) -> None:
-    """Run ``script`` (with OPS_HERE the operators) in a fresh process; it prints ok."""
-    command = [sys.executable, "-c", script.replace("OPS_HERE", repr(tuple(OPS)))]
+def _run_fresh(script: str, *args: str) -> None:
+    """Run ``script`` (with OPS_HERE the operators) in a fresh process with ``args``;
+    it prints ok."""
+    command = [sys.executable, "-c", script.replace("OPS_HERE", repr(tuple(OPS))), *args]
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.strip() == "ok"
@@ -156,6 +157,59 @@ def test_torch_compile_does_not_recompile_on_the_second_call() -> None:
     is an error). Before, each trace filled the tables and every operator compiled twice."""
     pytest.importorskip("torch")
     _run_fresh(_NO_RECOMPILE)
+
+
+_EAGER_BETWEEN = textwrap.dedent(
+    """
+    import sys
+
+    import numpy as np
+    import torch
+    import anyreduce
+    import anyreduce.onnx
+    import anyreduce.openvino
+
+    torch._dynamo.config.error_on_recompile = True
+    OPS = OPS_HERE
+    x = torch.rand(4, 16) + 0.5
+    calls = [f"anyreduce.{op}(a, (1,))" for op in OPS]  # the three public fronts
+    calls += [f"anyreduce.onnx.{op}(a, [1], opset=13)" for op in OPS]
+    calls += [f"anyreduce.openvino.{op}(a, [1])" for op in OPS if op in anyreduce.openvino.__all__]
+    compiled = {}
+    for call in calls:
+        # One function (one code object) a call: Dynamo's entries are kept per code.
+        fn = eval(f"lambda a: {call}", {"anyreduce": anyreduce})
+        if sys.argv[1:] == ["warm"]:  # the tables hold this call's entries when it is traced
+            fn(x)
+        compiled[call] = torch.compile(fn, fullgraph=True, backend="eager")
+        compiled[call](x)
+    dtypes = (torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.uint8, torch.bool)
+    for dtype in dtypes:  # eager calls fill every table with new entries
+        for op in OPS:
+            for axes in ((0,), None, [1], 1, ()):
+                for data in (torch.ones(3, 4, dtype=dtype), np.ones((3, 4), dtype="float32")):
+                    try:
+                        getattr(anyreduce, op)(data, axes)
+                    except TypeError:  # bool data: not every operator takes them
+                        pass
+        for call, fn in compiled.items():  # a recompile is an error
+            want = eval(call, {"anyreduce": anyreduce, "a": x})
+            torch.testing.assert_close(fn(x), want, rtol=0, atol=0, equal_nan=True)
+    print("ok")
+    """
+)
+
+
+@pytest.mark.parametrize("order", ["compiled-first", "warm"])
+def test_torch_compile_is_not_undone_by_eager_calls(order: str) -> None:
+    """A fresh process: each op of the three public fronts (``anyreduce``,
+    ``anyreduce.onnx``, ``anyreduce.openvino``) compiled (fullgraph), then eager calls of
+    other dtypes, axes and libraries between compiled calls; none recompiles. Before, the trace read
+    anyreduce's tables and Dynamo guarded their contents: every eager call that added an
+    entry failed the guards, and after eight the compiled function failed with
+    ``FailOnRecompileLimitHit`` (without fullgraph, it ran eagerly from then on)."""
+    pytest.importorskip("torch")
+    _run_fresh(_EAGER_BETWEEN, *(["warm"] if order == "warm" else []))
 
 
 _UNGUARDED = textwrap.dedent(

@@ -12,7 +12,7 @@ from typing import Any
 from . import _backends
 from ._lib import _dtypes
 from ._lib._axes import AxesLike, check_flag, normalize
-from ._lib._memo import tracing
+from ._lib._memo import dynamo_tracing, tracing, untabled
 from ._lib._ops import OPS, Op, run
 
 __all__ = [
@@ -43,20 +43,36 @@ _VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Any]]] = {"torch": 
 def _reduce(
     name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
 ) -> Array:
+    if dynamo_tracing():  # no table read, so none guarded (see untabled)
+        return untabled(_checked, name, data, axes, keepdims, noop_with_empty_axes)
     module = type(data).__module__
     try:
         op, xp, refuses = _VALID[module][name, type(data), data.dtype]
     except (KeyError, AttributeError, TypeError):  # new, not an array, or an unhashable dtype
-        op = OPS[name]
-        xp = _backends.namespace(name, data)
-        _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
+        return _checked(name, data, axes, keepdims, noop_with_empty_axes)
+    if refuses(data) is not None:  # a sparse tensor after a dense one, ...
+        _backends.admit(name, data, xp)
+    keep = check_flag(name, "keepdims", keepdims)
+    noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
+    normal = normalize(name, axes, data.ndim, noop)
+    return run(op, data, normal, keep, xp=xp)
+
+
+def _checked(
+    name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
+) -> Array:
+    """:func:`_reduce` with every check made anew."""
+    op = OPS[name]
+    xp = _backends.namespace(name, data)
+    _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
+    if not tracing():  # a compiler's trace leaves the table as it was (see tracing)
         refuses = _backends.profile_for(xp).refuses
-        if not tracing():  # a compiler's trace leaves the table as it was (see tracing)
-            with contextlib.suppress(TypeError):  # an unhashable dtype: looked up each time
-                _VALID.setdefault(module, {})[name, type(data), data.dtype] = op, xp, refuses
-    else:
-        if refuses(data) is not None:  # a sparse tensor after a dense one, ...
-            _backends.admit(name, data, xp)
+        with contextlib.suppress(TypeError):  # an unhashable dtype: looked up each time
+            _VALID.setdefault(type(data).__module__, {})[name, type(data), data.dtype] = (
+                op,
+                xp,
+                refuses,
+            )
     keep = check_flag(name, "keepdims", keepdims)
     noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
     normal = normalize(name, axes, data.ndim, noop)

@@ -16,6 +16,10 @@ a process that had reduced JAX data first failed with ``Unsupported`` (Dynamo ca
 hash a NumPy dtype, which JAX's arrays have, as a dictionary key). It passed once these
 tables were made in advance and the PyTorch shim made in a trace no longer copied the
 module's names (``anyreduce._backends._torch``; both changed at once).
+
+The public entry points run :func:`untabled` while Dynamo traces them, so such a trace
+reads no table at all (Dynamo guards what it reads, and eager calls change the tables);
+the tables made in advance still serve a trace of anything else that uses a memo.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import sys
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-__all__ = ["library_key", "memo", "tracing"]
+__all__ = ["dynamo_tracing", "library_key", "memo", "tracing", "untabled", "untabled_in_dynamo"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,6 +53,50 @@ def tracing() -> bool:
     """
     torch = sys.modules.get("torch")
     return torch is not None and bool(torch.compiler.is_compiling())
+
+
+#: True while Dynamo traces a public call (see :func:`untabled`): every table is passed by.
+UNTABLED = False
+
+
+def dynamo_tracing() -> bool:
+    """Whether PyTorch's Dynamo is tracing the call (0.1 us a call outside a trace with
+    PyTorch imported, 0.04 without)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_dynamo_compiling()
+
+
+def untabled(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` reading and writing no table: every memo computes its answer anew.
+
+    Dynamo guards every table a trace reads, on its contents: a key that was found must
+    still be there, and one that was missing must still be missing; a dictionary looked up
+    by a key it cannot compare is guarded on its length. An eager call that added a key
+    to any of them then failed the guards, and the compiled function was compiled again:
+    ``torch.compile(fullgraph=True)`` of float32 L2 failed with the recompile limit (8)
+    after eager calls of eight other dtypes. What a table holds depends on the arguments
+    alone, so a trace that computes it anew reads the same values and guards only the
+    arguments. Dynamo traces the assignments (the flag as it was is restored).
+    """
+    global UNTABLED  # noqa: PLW0603 - a module global is what Dynamo traces an assignment to
+    before = UNTABLED
+    UNTABLED = True
+    try:
+        return fn(*args)
+    finally:
+        UNTABLED = before
+
+
+def untabled_in_dynamo(fn: F) -> F:
+    """``fn``, run :func:`untabled` while Dynamo traces it: for a public entry point."""
+
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        if dynamo_tracing():
+            return untabled(functools.partial(fn, **kwargs), *args)
+        return fn(*args, **kwargs)
+
+    return entry  # type: ignore[return-value]
 
 
 def library_key(xp: Any, *rest: Any) -> tuple[Hashable, Hashable]:
@@ -86,6 +134,8 @@ def memo(
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
+                if UNTABLED:
+                    return fn(*args)
                 value = table.get(args, _MISSING)
                 return store(table, args, args) if value is _MISSING else value
 
@@ -95,6 +145,8 @@ def memo(
 
             @functools.wraps(fn)
             def remembered(xp: Any, *rest: Any) -> Any:
+                if UNTABLED:
+                    return fn(xp, *rest)
                 part = getattr(xp, "__name__", None) or id(xp)
                 table = tables.get(part)
                 if table is None:
@@ -106,6 +158,8 @@ def memo(
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
+                if UNTABLED:
+                    return fn(*args)
                 part, k = key(*args)
                 table = tables.get(part)
                 if table is None:
