@@ -17,6 +17,7 @@ import dataclasses
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -302,19 +303,35 @@ def test_torch_compile_after_other_libraries_adds_no_table_in_the_trace() -> Non
 
 @pytest.mark.parametrize("axes", [(1,), (0,), None], ids=["kept-batch", "batch", "all"])
 @pytest.mark.parametrize("op", OPS)
-def test_torch_export_with_a_dynamic_batch(op: str, axes: tuple[int, ...] | None) -> None:
+@pytest.mark.parametrize("strict", [False, True], ids=["non-strict", "strict"])
+def test_torch_export_with_a_dynamic_batch(
+    op: str, axes: tuple[int, ...] | None, strict: bool, request: pytest.FixtureRequest
+) -> None:
+    """Exported with a dynamic batch (strict: traced by Dynamo), equal to eager at four
+    batch sizes, and with no warning of ours: strict export warns of every global a trace
+    assigns (Dynamo replays the assignment after the graph)."""
     torch = pytest.importorskip("torch")
     from torch.export import Dim
 
+    if strict and op == "reduce_mean" and axes == (0,):
+        reason = (
+            "strict export (torch 2.13): the careful branch's division by the batch count, "
+            "a symbolic int inside torch.cond, is not traced (UncapturedHigherOrderOpError)"
+        )
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     f = getattr(anyreduce, op)
 
     class Reduce(torch.nn.Module):
         def forward(self, x: Any) -> Any:
             return f(x, axes, keepdims=False)
 
-    exported = torch.export.export(
-        Reduce(), (torch.rand(4, 16),), dynamic_shapes={"x": {0: Dim("batch")}}
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exported = torch.export.export(
+            Reduce(), (torch.rand(4, 16),), dynamic_shapes={"x": {0: Dim("batch")}}, strict=strict
+        )
+    ours = [w for w in caught if "side effects" in str(w.message) or "anyreduce" in w.filename]
+    assert not ours, [f"{w.category.__name__}: {w.message}" for w in ours]
     module = exported.module()
     generator = torch.Generator().manual_seed(1)
     for batch in (2, 3, 50, 5000):

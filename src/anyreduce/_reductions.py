@@ -12,7 +12,7 @@ from typing import Any
 from . import _backends
 from ._lib import _dtypes
 from ._lib._axes import AxesLike, check_flag, normalize
-from ._lib._memo import dynamo_tracing, tracing, untabled
+from ._lib._memo import dynamo_tracing, tracing
 from ._lib._ops import OPS, Op, run
 
 __all__ = [
@@ -43,8 +43,8 @@ _VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Any]]] = {"torch": 
 def _reduce(
     name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
 ) -> Array:
-    if dynamo_tracing():  # no table read, so none guarded (see untabled)
-        return untabled(_checked, name, data, axes, keepdims, noop_with_empty_axes)
+    if dynamo_tracing():  # no table read, so none guarded (see dynamo_tracing)
+        return _checked(name, data, axes, keepdims, noop_with_empty_axes)
     module = type(data).__module__
     try:
         op, xp, refuses = _VALID[module][name, type(data), data.dtype]

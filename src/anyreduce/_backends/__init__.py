@@ -16,8 +16,8 @@ from typing import Any
 
 import array_api_compat
 
-from .._lib import _dtypes, _memo
-from .._lib._memo import library_key, memo, tracing
+from .._lib import _dtypes
+from .._lib._memo import dynamo_tracing, library_key, memo, tracing
 from . import _dask, _jax, _numpy, _strict, _torch
 from ._base import (
     NAMESPACES,
@@ -78,7 +78,7 @@ def accelerators() -> tuple[tuple[Profile, Accelerator], ...]:
 def lookup(data: object) -> Namespace | None:
     """The array-API namespace of ``data`` (remembered per type), or None where none is
     found: not an array, or one array-api-compat does not support."""
-    xp = None if _memo.UNTABLED else NAMESPACES.get(type(data))
+    xp = None if dynamo_tracing() else NAMESPACES.get(type(data))
     if xp is not None:
         return xp
     for profile in PROFILES:

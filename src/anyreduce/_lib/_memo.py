@@ -17,9 +17,8 @@ hash a NumPy dtype, which JAX's arrays have, as a dictionary key). It passed onc
 tables were made in advance and the PyTorch shim made in a trace no longer copied the
 module's names (``anyreduce._backends._torch``; both changed at once).
 
-The public entry points run :func:`untabled` while Dynamo traces them, so such a trace
-reads no table at all (Dynamo guards what it reads, and eager calls change the tables);
-the tables made in advance still serve a trace of anything else that uses a memo.
+A Dynamo trace reads no table at all (:func:`dynamo_tracing`): Dynamo guards what it
+reads, and eager calls change the tables.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import sys
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-__all__ = ["dynamo_tracing", "library_key", "memo", "tracing", "untabled", "untabled_in_dynamo"]
+__all__ = ["dynamo_tracing", "library_key", "memo", "tracing"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,48 +54,28 @@ def tracing() -> bool:
     return torch is not None and bool(torch.compiler.is_compiling())
 
 
-#: True while Dynamo traces a public call (see :func:`untabled`): every table is passed by.
-UNTABLED = False
+_module = sys.modules.get
 
 
 def dynamo_tracing() -> bool:
-    """Whether PyTorch's Dynamo is tracing the call (0.1 us a call outside a trace with
-    PyTorch imported, 0.04 without)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_dynamo_compiling()
-
-
-def untabled(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` reading and writing no table: every memo computes its answer anew.
+    """Whether PyTorch's Dynamo is tracing the call, where no table is read.
 
     Dynamo guards every table a trace reads, on its contents: a key that was found must
     still be there, and one that was missing must still be missing; a dictionary looked up
     by a key it cannot compare is guarded on its length. An eager call that added a key
-    to any of them then failed the guards, and the compiled function was compiled again:
-    ``torch.compile(fullgraph=True)`` of float32 L2 failed with the recompile limit (8)
-    after eager calls of eight other dtypes. What a table holds depends on the arguments
+    then failed the guards, and the compiled function was compiled again:
+    ``torch.compile(fullgraph=True)`` of float32 L2 failed at the recompile limit (8)
+    after eager calls on eight other dtypes. What a table holds depends on the arguments
     alone, so a trace that computes it anew reads the same values and guards only the
-    arguments. Dynamo traces the assignments (the flag as it was is restored).
+    arguments. A flag set for the length of a traced call would cost less than asking at
+    each look-up, but Dynamo replays a global's assignment after the graph, and
+    ``torch.export`` warns of it (or fails, with ``side_effect_replay_policy="error"``).
+
+    Outside a trace: 0.1 us a call with PyTorch imported, 0.04 without; the memos ask
+    the same written out (0.07 us).
     """
-    global UNTABLED  # noqa: PLW0603 - a module global is what Dynamo traces an assignment to
-    before = UNTABLED
-    UNTABLED = True
-    try:
-        return fn(*args)
-    finally:
-        UNTABLED = before
-
-
-def untabled_in_dynamo(fn: F) -> F:
-    """``fn``, run :func:`untabled` while Dynamo traces it: for a public entry point."""
-
-    @functools.wraps(fn)
-    def entry(*args: Any, **kwargs: Any) -> Any:
-        if dynamo_tracing():
-            return untabled(functools.partial(fn, **kwargs), *args)
-        return fn(*args, **kwargs)
-
-    return entry  # type: ignore[return-value]
+    torch = _module("torch")
+    return torch is not None and torch.compiler.is_dynamo_compiling()
 
 
 def library_key(xp: Any, *rest: Any) -> tuple[Hashable, Hashable]:
@@ -134,7 +113,8 @@ def memo(
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
-                if UNTABLED:
+                torch = _module("torch")  # no table read in a trace: see dynamo_tracing
+                if torch is not None and torch.compiler.is_dynamo_compiling():
                     return fn(*args)
                 value = table.get(args, _MISSING)
                 return store(table, args, args) if value is _MISSING else value
@@ -145,7 +125,8 @@ def memo(
 
             @functools.wraps(fn)
             def remembered(xp: Any, *rest: Any) -> Any:
-                if UNTABLED:
+                torch = _module("torch")
+                if torch is not None and torch.compiler.is_dynamo_compiling():
                     return fn(xp, *rest)
                 part = getattr(xp, "__name__", None) or id(xp)
                 table = tables.get(part)
@@ -158,7 +139,8 @@ def memo(
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
-                if UNTABLED:
+                torch = _module("torch")
+                if torch is not None and torch.compiler.is_dynamo_compiling():
                     return fn(*args)
                 part, k = key(*args)
                 table = tables.get(part)

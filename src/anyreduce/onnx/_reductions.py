@@ -12,7 +12,6 @@ from typing import Any
 from .. import _backends
 from .._lib import _dtypes
 from .._lib._axes import AxesLike, check_flag, normalize_axes
-from .._lib._memo import untabled_in_dynamo
 from .._lib._ops import OPS, run
 from ._opsets import NEWEST_OPSET, VERSIONS, OpVersion, op_version
 
@@ -46,7 +45,6 @@ def check_dtype(version: OpVersion, xp: Namespace, dtype: Any, label: str | None
         raise TypeError(msg)
 
 
-@untabled_in_dynamo
 def reduce(
     name: str,
     data: Array,

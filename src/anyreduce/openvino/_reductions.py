@@ -13,7 +13,6 @@ from typing import Any
 from .. import _backends
 from .._lib import _dtypes
 from .._lib._axes import AxesLike, check_flag, normalize_axes
-from .._lib._memo import untabled_in_dynamo
 from .._lib._ops import OPS, run
 
 __all__ = [
@@ -75,7 +74,6 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
-@untabled_in_dynamo
 def _reduce(name: str, data: Array, axes: AxesLike, keep_dims: object) -> Array:
     operator = OPERATORS[name]
     label = operator.label
