@@ -154,7 +154,7 @@ def reduce(op: str, x: Array, axes: Axes, keepdims: bool, xp: Namespace) -> Arra
     return generic(profile, xp, op, x, axes, keepdims)
 
 
-@memo(key=lambda op, xp, dtype: library_key(xp, op, dtype))
+@memo(key=lambda op, xp, dtype: library_key(xp, op, dtype), eager_only=True)
 def _covering(
     op: str, xp: Namespace, dtype: Any
 ) -> tuple[tuple[Accelerator, ...], tuple[Accelerator, ...]]:

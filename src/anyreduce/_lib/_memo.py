@@ -88,11 +88,16 @@ def library_key(xp: Any, *rest: Any) -> tuple[Hashable, Hashable]:
 
 
 def memo(
-    *, limit: int | None = None, key: Callable[..., tuple[Hashable, Hashable]] | None = None
+    *,
+    limit: int | None = None,
+    key: Callable[..., tuple[Hashable, Hashable]] | None = None,
+    eager_only: bool = False,
 ) -> Callable[[F], F]:
     """Remember ``fn``'s result per positional arguments; with ``key``, per
     ``key(*args)``, a pair (table, key within it). Errors are not remembered. With
-    ``limit``, a table is emptied when that many are held."""
+    ``limit``, a table is emptied when that many are held. With ``eager_only`` (and a
+    ``key``), for a function never called in a trace (the dispatch's eager branch), the
+    look-up does not ask :func:`dynamo_tracing` (0.07-0.1 us less a call)."""
 
     def decorate(fn: F) -> F:
         tables: dict[Hashable, dict[Hashable, Any]] = {name: {} for name in PRESET}
@@ -134,6 +139,17 @@ def memo(
                     table = tables[part] = {}
                 value = table.get(rest, _MISSING)
                 return store(table, rest, (xp, *rest)) if value is _MISSING else value
+
+        elif eager_only:
+
+            @functools.wraps(fn)
+            def remembered(*args: Any) -> Any:
+                part, k = key(*args)
+                table = tables.get(part)
+                if table is None:
+                    table = tables[part] = {}
+                value = table.get(k, _MISSING)
+                return store(table, k, args) if value is _MISSING else value
 
         else:
 
