@@ -140,24 +140,14 @@ def memo(
                 value = table.get(rest, _MISSING)
                 return store(table, rest, (xp, *rest)) if value is _MISSING else value
 
-        elif eager_only:
-
-            @functools.wraps(fn)
-            def remembered(*args: Any) -> Any:
-                part, k = key(*args)
-                table = tables.get(part)
-                if table is None:
-                    table = tables[part] = {}
-                value = table.get(k, _MISSING)
-                return store(table, k, args) if value is _MISSING else value
-
         else:
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
-                torch = _module("torch")
-                if torch is not None and torch.compiler.is_dynamo_compiling():
-                    return fn(*args)
+                if not eager_only:
+                    torch = _module("torch")
+                    if torch is not None and torch.compiler.is_dynamo_compiling():
+                        return fn(*args)
                 part, k = key(*args)
                 table = tables.get(part)
                 if table is None:
