@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from .._agnostic._kernels import (
     _SCALE,
@@ -72,7 +73,6 @@ def namespace_of(data: object) -> Namespace | None:
     """array-api-compat's NumPy namespace for an ndarray of any subclass or a NumPy scalar,
     so that :func:`refuses` says why one is refused (array-api-compat does not take
     ``np.matrix`` for an array at all)."""
-    import numpy as np
 
     if not isinstance(data, (np.ndarray, np.generic)):
         return None
@@ -85,7 +85,6 @@ def _ufunc_reduction(ufunc: Any, *, as_bool: bool = False) -> Callable[..., Arra
     """``np.sum``, ``np.max``, ``np.any``, ... as the ufunc reduction they call, without
     their Python wrappers: the same loop, and 3-4 us less a call (numpy 2.4; a small
     call's overhead is 17-73 us)."""
-    import numpy as np
 
     if as_bool:
 
@@ -108,7 +107,6 @@ def _extreme_reduction(ufunc: Any) -> Callable[..., Array]:
     float64 buffers 32-36 ms; numpy 2.4). The same values, on every path: the extreme is
     exact in either type. Every path, accelerated or not, takes float16 this one way, so
     which of two tied zeros (0.0, -0.0) or NaNs comes out never depends on the path."""
-    import numpy as np
 
     half = np.dtype(np.float16)
 
@@ -126,7 +124,6 @@ def _creations(xp: Namespace) -> dict[str, Callable[..., Array]]:
     device is named (array-api-compat's check of the device and, for the ``*_like``, its
     look-up of the namespace cost 1-3 us a call; the kernels make two to four such calls
     in L2 and LogSumExp); with a device, array-api-compat's (array-api-compat 1.16)."""
-    import numpy as np
 
     def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Array:
         if device is not None:
@@ -158,7 +155,6 @@ def _creations(xp: Namespace) -> dict[str, Callable[..., Array]]:
 
 
 def _direct_functions() -> dict[str, Callable[..., Array]]:
-    import numpy as np
 
     return {
         "sum": _ufunc_reduction(np.add),
@@ -195,7 +191,6 @@ def refuses(x: Array) -> str | None:
     """Why ``x``, an ndarray or a subclass, is refused: a subclass whose meaning the
     reductions would drop (a mask, matrix semantics, units), or a NumPy scalar. None for
     plain data."""
-    import numpy as np
 
     if type(x) is np.ndarray or isinstance(x, np.memmap):
         return None
@@ -219,13 +214,11 @@ def refuses(x: Array) -> str | None:
 
 def numpy_quiet() -> Any:
     """NumPy's IEEE warnings off: the contract asks for the values they warn about."""
-    import numpy as np
 
     return np.errstate(all="ignore")
 
 
 def _lower(xp: Namespace, result: Array, dtype: Any) -> Array:
-    import numpy as np
 
     # NumPy reductions to rank 0 return NumPy scalars, not 0-D arrays.
     if isinstance(result, np.generic):
@@ -234,7 +227,6 @@ def _lower(xp: Namespace, result: Array, dtype: Any) -> Array:
 
 
 def _eager(x: Array) -> bool:
-    import numpy as np
 
     return type(x) is np.ndarray
 
@@ -286,12 +278,9 @@ def _one_sum(x: Array, axes: Axes) -> bool:
     return axes[0] == x.ndim - len(axes) or (len(axes) == 1 and x.shape[axes[0]] <= BLOCK)
 
 
-def _numpy() -> Any:
-    """The numpy module, typed loosely: its stubs give ufunc reductions no ``keepdims`` of
-    type bool."""
-    import numpy as np
-
-    return np
+#: The numpy module, typed loosely: its stubs give ufunc reductions no ``keepdims`` of
+#: type bool.
+_NUMPY: Any = np
 
 
 #: Results of at most this many values are tested in Python: ``tolist`` and the built-in
@@ -304,7 +293,7 @@ def _finite(r: Array) -> bool:
     which only sends the call to the generic kernel)."""
     if r.size <= FEW_VALUES:
         return math.isfinite(sum(r.ravel().tolist()))
-    return math.isfinite(_numpy().add.reduce(r, axis=None))
+    return math.isfinite(_NUMPY.add.reduce(r, axis=None))
 
 
 def _least_and_finite(r: Array, *, magnitude: bool = False) -> tuple[Any, bool]:
@@ -314,7 +303,7 @@ def _least_and_finite(r: Array, *, magnitude: bool = False) -> tuple[Any, bool]:
         values = r.ravel().tolist()
         least = min(map(abs, values)) if magnitude else min(values)
         return least, math.isfinite(sum(values))
-    np = _numpy()
+    np = _NUMPY
     least = np.minimum.reduce(np.abs(r) if magnitude else r, axis=None)
     return least, math.isfinite(np.add.reduce(r, axis=None))
 
@@ -327,13 +316,13 @@ def _plain(total: Array, x: Array) -> bool:
 
 
 def _small_sum(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    np = _numpy()
+    np = _NUMPY
     total = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
     return total if _plain(total, x) else None
 
 
 def _small_mean(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    np = _numpy()
+    np = _NUMPY
     total = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
     mean = total / math.prod([x.shape[a] for a in axes])
     return mean if _plain(mean, x) else None
@@ -349,12 +338,12 @@ def _squares(np: Any, x: Array, acc: Any) -> Array:
 
 
 def _small_sum_square(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
-    np = _numpy()
+    np = _NUMPY
     return np.add.reduce(_squares(np, x, acc), axis=axes, dtype=acc, keepdims=keepdims)
 
 
 def _small_l1(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
-    np = _numpy()
+    np = _NUMPY
     return np.add.reduce(np.abs(x), axis=axes, dtype=acc, keepdims=keepdims)
 
 
@@ -362,11 +351,11 @@ def _small_l1(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
 def _l2_floor(dtype: Any) -> Any:
     """The generic L2's floor (:func:`l2_floor`) in ``dtype``, as NumPy compares a float32
     array with a Python float."""
-    return dtype.type(l2_floor(_numpy().finfo(dtype)))
+    return dtype.type(l2_floor(_NUMPY.finfo(dtype)))
 
 
 def _small_l2(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    np = _numpy()
+    np = _NUMPY
     total = np.add.reduce(_squares(np, x, acc), axis=axes, dtype=acc, keepdims=keepdims)
     # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
     least, finite = _least_and_finite(total)
@@ -376,7 +365,7 @@ def _small_l2(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
 
 
 def _small_prod(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    np = _numpy()
+    np = _NUMPY
     product = np.multiply.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
     # Finite and not 0: the generic kernel's plain product.
     least, finite = _least_and_finite(product, magnitude=True)
@@ -388,23 +377,23 @@ def _small_prod(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
 # Float16 through float64 buffers, as the profile's own max and min take it (which of two
 # tied zeros comes out depends on the loop).
 def _small_max(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
-    np = _numpy()
+    np = _NUMPY
     return np.maximum.reduce(x, axis=axes, keepdims=keepdims, dtype=acc)
 
 
 def _small_min(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
-    np = _numpy()
+    np = _NUMPY
     return np.minimum.reduce(x, axis=axes, keepdims=keepdims, dtype=acc)
 
 
 def _small_log_sum(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    np = _numpy()
+    np = _NUMPY
     total = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keepdims)
     return np.log(total) if _plain(total, x) else None
 
 
 def _small_log_sum_exp(x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
-    np = _numpy()
+    np = _NUMPY
     y = x.astype(acc, copy=False)
     shift = np.maximum.reduce(y, axis=axes, keepdims=True)
     if not _finite(shift):
@@ -435,7 +424,6 @@ def _small(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> A
     """The generic kernel's steps on clean results, and nothing around them: a result the
     kernel would take the careful form of (an infinity, NaN, a product or an L2 total of 0
     or near it) declines, and the generic kernel takes the call."""
-    import numpy as np
 
     dtype = x.dtype
     half = dtype.type is np.float16
@@ -545,7 +533,6 @@ def _in_place_term(term: Term) -> Callable[[Array, Array, tuple[Array, ...]], Ar
     ``ScaledSquare``) as the NumPy ufuncs it calls, writing into ``out`` (of the dtype the
     term's values are summed in): the same loops, the same values. The third argument is
     the part's share of the term's values per slice (:func:`_per_slice`)."""
-    import numpy as np
 
     if isinstance(term, _ShiftedExp):
 
@@ -613,7 +600,6 @@ _ONE_PASS_TERMS = (None, square, magnitude, scaled_down, wide_square)
 def _plain_data(y: Array, dtype: Any) -> bool:
     """Whether ``y`` is C-ordered float32, float64 or integer ndarray data in native byte
     order, summed in its own dtype (integers: wrapped in it, so in any order)."""
-    import numpy as np
 
     kind = y.dtype.kind
     return (
@@ -664,7 +650,6 @@ def _last_axes_total(
     (the run of those axes) pairwise by itself, so rows are summed a tile at a time, the
     term of a tile's rows written into a buffer that stays in the cache, on pool threads
     (jobs of consecutive rows, fixed by the shape alone)."""
-    import numpy as np
 
     reduced = len(axes)
     kept = y.shape[: y.ndim - reduced]
@@ -715,7 +700,6 @@ def _every_axis_total(
     With ``noted`` (one call's notes), the plain total notes its pieces' sums, and the
     careful total of the same data (the terms scaled by 2**-64) is taken from the pieces
     whose plain sums are not finite where those decide it (:func:`_decided_by`)."""
-    import numpy as np
 
     apply = None if term is None else _in_place_term(term)
     per_slice = _per_slice(term, ())
@@ -749,7 +733,6 @@ def _decided_by(
     some are infinities of one sign: the other pieces' sums are finite, and an addition
     keeps the NaN or the infinity. None otherwise (every piece is summed). Float32
     (4096, 8192) Sum over every axis holding a NaN: 20-21 ms for both passes, 8 clean."""
-    import numpy as np
 
     leaves = _leaves(_pairwise_tree(0, y.size, max(elements, 128)))
     picked = [bound for bound, s in zip(leaves, plain, strict=True) if not np.isfinite(s)]
@@ -783,7 +766,6 @@ def _first_axis_total(
     fixed by the shape alone). The other levels, a sixteenth of the data, and the rows
     after the last whole block are summed as the blocked sum sums them.
     """
-    import numpy as np
 
     rows = y.shape[0]
     width = y.size // rows
@@ -845,7 +827,6 @@ def _in_one_pass(
         def total(
             xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
         ) -> Array:
-            import numpy as np
 
             if term is wide_square:  # float32 data's squares, summed in float64
                 ours = y.dtype == np.float32 and dtype == np.float64 and layout(y, axes, y.dtype)
@@ -1068,7 +1049,6 @@ def _widened_statistic(op: str, y: Array, axes: Axes, sx: Namespace, integer: bo
     """The generic kernel's float64 result (keepdims) of ``op`` on ``y``, the data widened
     into float64 (a fresh array, overwritten): the same calls on the same values, the
     element-wise steps in place."""
-    import numpy as np
 
     from .._agnostic._kernels import _log, _root
 
@@ -1103,7 +1083,6 @@ def _widened_in_slabs(
 ) -> Array | None:
     """Operators that widen their data into float64, slab by slab along a kept axis on
     pool threads, with one float64 temporary a slab."""
-    import numpy as np
 
     if not _widens(op, x) or len(axes) == x.ndim:
         return None
@@ -1278,7 +1257,6 @@ def _pairwise_sum(
     their sums added as NumPy adds its halves (and put in ``found``, where given). None
     where the sum is a NaN that NumPy's own additions might give with another sign or
     payload (see :func:`_one_nan`)."""
-    import numpy as np
 
     tree = _pairwise_tree(0, x.size, max(elements, 128))
 
@@ -1304,7 +1282,6 @@ def _one_nan(sums: Array) -> bool:
     the additions can meet have one bit pattern: the pieces' NaN sums (the data's NaNs,
     such as ``np.nan`` wherever a value is missing) and, where the sums hold infinities of
     both signs, the NaN the CPU makes of inf - inf."""
-    import numpy as np
 
     with numpy_quiet():
         made = sums.dtype.type(np.inf) + sums.dtype.type(-np.inf)
@@ -1318,7 +1295,6 @@ def _in_pieces(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) 
     """Operators that widen their data into float64, over every axis of C-ordered data:
     the element-wise step and the sum taken piece by piece on pool threads (the pieces of
     NumPy's own pairwise sum), with one float64 temporary a piece; the same values."""
-    import numpy as np
 
     from .._agnostic._kernels import _log, _root
 
@@ -1427,7 +1403,6 @@ def _every_axis_extreme(
     comes out is NumPy's loop's choice, so a zero result is taken only where every zero
     of the data has one sign, and a NaN result only where every NaN has the bits of the
     NaN NumPy's vector loops return for any NaN (np.nan's); others go to the kernel."""
-    import numpy as np
 
     if len(axes) != x.ndim or x.size < _threads.LARGE or not x.flags.c_contiguous:
         return None
@@ -1468,7 +1443,6 @@ _NAN_CHUNK = 2**18
 def _special_kinds(values: Array, extreme: Array) -> frozenset[str]:
     """Which zeros ("0.0", "-0.0") a float piece whose extreme is a zero holds, or which
     NaNs ("np.nan", "another NaN") one whose extreme is a NaN holds; nothing for others."""
-    import numpy as np
 
     if values.dtype.kind != "f" or not (extreme == 0 or np.isnan(extreme)):
         return frozenset()
@@ -1522,7 +1496,6 @@ def _carried_total(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     pieces, each lifted into float32 and summed in float64 on pool threads, then the
     pieces' totals added in float64 (the kernel lifts the whole data first). The float64
     sums are added in another order: within the bound, not bit for bit."""
-    import numpy as np
 
     if (
         len(axes) != x.ndim
@@ -1611,7 +1584,6 @@ def _swapped_integer_total(
     each piece brought into native order alone (NumPy's reductions take no dtype in the
     other byte order). Integer sums and products wrap modulo 2**bits and the limbs' sums
     are exact, so any grouping gives the kernel's bits."""
-    import numpy as np
 
     if (
         len(axes) != x.ndim
@@ -1774,7 +1746,7 @@ def _significand_product(m: Array) -> tuple[Array, Array]:
     the product ``p * 2**k``, as ``p`` (0.5 <= |p| < 1, or 0, inf or NaN) and ``k``
     (int64). Runs of ``_RUN`` significands are multiplied in float64 and split again
     (``np.frexp``), run after run, until one is left."""
-    np = _numpy()
+    np = _NUMPY
     rows = m.shape[0]
     k = np.zeros(rows, dtype=np.int64)
     while m.shape[1] > 1:
@@ -1798,7 +1770,7 @@ def _products_by_exponents(rows: Array, acc: Any) -> Array:
     multiplied in float64 in runs that cannot overflow or underflow, the result scaled
     (``np.ldexp``) and rounded. Zeros, infinities and NaNs meet as IEEE multiplication
     has them meet, with the signs' parity."""
-    np = _numpy()
+    np = _NUMPY
     m, e = np.frexp(np.ascontiguousarray(rows))
     p, k = _significand_product(m)
     k += np.add.reduce(e, axis=1, dtype=np.int64)
@@ -1811,7 +1783,7 @@ def _column_products_by_exponents(block: Array, acc: Any) -> Array:
     rows at a time, as NumPy's own product over the first axis reads its data: the
     significands of up to ``_RUN`` rows multiplied column by column into a running
     product, which is split again after each."""
-    np = _numpy()
+    np = _NUMPY
     length, width = block.shape
     step = max(1, min(_RUN, PIECE // width))
     product = np.ones(width, dtype=np.float64)
@@ -1856,7 +1828,7 @@ class ProductSlices:
     def careful(self, flat: Array, dtype: Any) -> None:
         """Where the plain products ``flat`` (one a slice, writable) are 0, infinite or
         NaN, :func:`_products_by_exponents` of those slices, in place, on pool threads."""
-        np = _numpy()
+        np = _NUMPY
         suspect = np.flatnonzero(~(np.isfinite(flat) & (flat != 0)))
         if not suspect.size:
             return
@@ -1900,7 +1872,7 @@ def _product_by_exponents(
     slices = ProductSlices(x, axes)
     if not slices.covered:
         return None
-    np = _numpy()
+    np = _NUMPY
 
     def plain_of(part: Array) -> Array:
         with numpy_quiet():  # a pool thread has NumPy's default error state
