@@ -10,6 +10,7 @@ import contextlib
 from typing import Any
 
 from . import _backends
+from ._backends import Profile
 from ._lib import _dtypes
 from ._lib._axes import AxesLike, check_flag, normalize
 from ._lib._memo import dynamo_tracing, tracing
@@ -31,13 +32,14 @@ __all__ = [
 Array = Any
 
 
-# (operator, array type, dtype) -> (operator, namespace, profile's refusal) for data already
-# found valid: one lookup in place of the namespace and dtype checks. A table per module of
+# (operator, array type, dtype) -> (operator, namespace, profile) for data already found
+# valid: one lookup in place of the namespace and dtype checks, and of the dispatch's
+# look-up of the profile. A table per module of
 # array types: Dynamo, tracing a PyTorch call, reads the whole table, and torch 2.11 cannot
 # hash the NumPy dtypes that NumPy calls leave in it (``Unsupported``, a graph break).
 # PyTorch's table exists from the start: adding it inside a trace fails the same way
 # (see ``anyreduce._lib._memo``).
-_VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Any]]] = {"torch": {}}
+_VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Profile]]] = {"torch": {}}
 
 
 def _reduce(
@@ -47,15 +49,15 @@ def _reduce(
         return _checked(name, data, axes, keepdims, noop_with_empty_axes)
     module = type(data).__module__
     try:
-        op, xp, refuses = _VALID[module][name, type(data), data.dtype]
+        op, xp, profile = _VALID[module][name, type(data), data.dtype]
     except (KeyError, AttributeError, TypeError):  # new, not an array, or an unhashable dtype
         return _checked(name, data, axes, keepdims, noop_with_empty_axes)
-    if refuses(data) is not None:  # a sparse tensor after a dense one, ...
+    if profile.refuses(data) is not None:  # a sparse tensor after a dense one, ...
         _backends.admit(name, data, xp)
     keep = check_flag(name, "keepdims", keepdims)
     noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
     normal = normalize(name, axes, data.ndim, noop)
-    return run(op, data, normal, keep, xp=xp)
+    return run(op, data, normal, keep, xp=xp, profile=profile)
 
 
 def _checked(
@@ -66,12 +68,12 @@ def _checked(
     xp = _backends.namespace(name, data)
     _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
     if not tracing():  # a compiler's trace leaves the table as it was (see tracing)
-        refuses = _backends.profile_for(xp).refuses
+        profile = _backends.profile_for(xp)
         with contextlib.suppress(TypeError):  # an unhashable dtype: looked up each time
             _VALID.setdefault(type(data).__module__, {})[name, type(data), data.dtype] = (
                 op,
                 xp,
-                refuses,
+                profile,
             )
     keep = check_flag(name, "keepdims", keepdims)
     noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)

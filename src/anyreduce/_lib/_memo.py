@@ -91,13 +91,10 @@ def memo(
     *,
     limit: int | None = None,
     key: Callable[..., tuple[Hashable, Hashable]] | None = None,
-    eager_only: bool = False,
 ) -> Callable[[F], F]:
     """Remember ``fn``'s result per positional arguments; with ``key``, per
     ``key(*args)``, a pair (table, key within it). Errors are not remembered. With
-    ``limit``, a table is emptied when that many are held. With ``eager_only`` (and a
-    ``key``), for a function never called in a trace (the dispatch's eager branch), the
-    look-up does not ask :func:`dynamo_tracing` (0.07-0.1 us less a call)."""
+    ``limit``, a table is emptied when that many are held."""
 
     def decorate(fn: F) -> F:
         tables: dict[Hashable, dict[Hashable, Any]] = {name: {} for name in PRESET}
@@ -144,10 +141,9 @@ def memo(
 
             @functools.wraps(fn)
             def remembered(*args: Any) -> Any:
-                if not eager_only:
-                    torch = _module("torch")
-                    if torch is not None and torch.compiler.is_dynamo_compiling():
-                        return fn(*args)
+                torch = _module("torch")
+                if torch is not None and torch.compiler.is_dynamo_compiling():
+                    return fn(*args)
                 part, k = key(*args)
                 table = tables.get(part)
                 if table is None:

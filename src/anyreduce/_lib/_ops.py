@@ -79,10 +79,18 @@ def _unknown(n: Any) -> bool:
 
 
 def run(
-    op: Op, x: Array, axes: Axes, keepdims: bool, *, xp: Namespace, label: str | None = None
+    op: Op,
+    x: Array,
+    axes: Axes,
+    keepdims: bool,
+    *,
+    xp: Namespace,
+    label: str | None = None,
+    profile: Any = None,
 ) -> Array:
     """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out.
-    Errors start with ``label`` (default: the operator's name, ``"reduce_sum"``)."""
+    Errors start with ``label`` (default: the operator's name, ``"reduce_sum"``).
+    ``profile``: ``xp``'s library's, where the caller has it (one look-up less)."""
     shape = x.shape
     # The test for a float (NaN) length runs in C: a generator costs 1 us a call.
     if None in shape or float in map(type, shape):
@@ -98,7 +106,7 @@ def run(
             raise ValueError(msg)
     if 0 in x.shape:
         return _over_empty(op, x, axes, keepdims, xp)
-    return _backends.reduce(op.name, x, axes, keepdims, xp)
+    return _backends.reduce(op.name, x, axes, keepdims, xp, profile)
 
 
 def _over_empty(op: Op, x: Array, axes: Axes, keepdims: bool, xp: Namespace) -> Array:
