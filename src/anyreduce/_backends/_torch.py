@@ -169,18 +169,31 @@ def _l2_floor(dtype: Any) -> float:
     return l2_floor(torch.finfo(dtype))
 
 
+#: Results of at most this many values are tested in Python, as NumPy's are: ``tolist``
+#: of 6 values and the built-in ``sum`` take 1.45 us, ``t.sum().item()`` 1.8 and
+#: ``torch.aminmax`` with its two ``item`` 2.0.
+FEW_VALUES = 32
+
+
 def _finite(t: Array) -> bool:
     """Whether every value of ``t`` is finite (their sum is: a sum that overflows says no,
     which only sends the call to the generic kernel)."""
+    if t.numel() <= FEW_VALUES:
+        return math.isfinite(sum(t.flatten().tolist()))
     return math.isfinite(t.sum().item())
 
 
-def _extremes(t: Array) -> tuple[float, float]:
-    """The smallest and largest values of ``t`` (both NaN where one is)."""
+def _least_and_finite(t: Array, *, magnitude: bool = False) -> tuple[float, bool]:
+    """The smallest value of ``t`` (with ``magnitude``, of its absolute values; any value
+    where one is NaN), and whether every value is finite."""
     import torch
 
-    smallest, largest = torch.aminmax(t)
-    return smallest.item(), largest.item()
+    if t.numel() <= FEW_VALUES:
+        values = t.flatten().tolist()
+        least = min(map(abs, values)) if magnitude else min(values)
+        return least, math.isfinite(sum(values))
+    smallest, largest = torch.aminmax(torch.abs(t) if magnitude else t)
+    return smallest.item(), largest.item() < math.inf  # both NaN where one is
 
 
 def _widened(x: Array, acc: Any) -> Array:
@@ -234,8 +247,8 @@ def _small_l1(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Arr
 def _small_l2(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     total = torch.sum(_squares(torch, x, acc), axes, dtype=acc, keepdim=keepdims)
     # Neither infinite nor below the floor (nor 0): the generic kernel's plain root.
-    smallest, largest = _extremes(total)
-    if smallest >= _l2_floor(acc) and largest < math.inf:
+    least, finite = _least_and_finite(total)
+    if least >= _l2_floor(acc) and finite:
         return torch.sqrt(total)
     return None
 
@@ -243,8 +256,8 @@ def _small_l2(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Arr
 def _small_prod(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array | None:
     product = _eager_shim(namespace_for(x)).prod(x, axis=axes, keepdims=keepdims, dtype=acc)
     # Finite and not 0: the generic kernel's plain product.
-    smallest, largest = _extremes(torch.abs(product))
-    return product if smallest > 0 and largest < math.inf else None
+    least, finite = _least_and_finite(product, magnitude=True)
+    return product if least > 0 and finite else None
 
 
 def _small_max(torch: Any, x: Array, axes: Axes, keepdims: bool, acc: Any) -> Array:
