@@ -170,8 +170,9 @@ def _l2_floor(dtype: Any) -> float:
 
 
 #: Results of at most this many values are tested in Python, as NumPy's are: ``tolist``
-#: of 6 values and the built-in ``sum`` take 1.45 us, ``t.sum().item()`` 1.8 and
-#: ``torch.aminmax`` with its two ``item`` 2.0.
+#: and the built-in ``sum`` and ``min`` of 6 values take 0.8-1.2 us, of 32 values 1.2-1.9,
+#: against 1.8-2.1 for ``t.sum().item()`` or ``torch.aminmax`` and its two ``item``; of
+#: 64 values, 1.9-2.2 against 1.8-2.2, and more cost more.
 FEW_VALUES = 32
 
 
