@@ -34,11 +34,12 @@ Array = Any
 
 # (operator, array type, dtype) -> (operator, namespace, profile) for data already found
 # valid: one lookup in place of the namespace and dtype checks, and of the dispatch's
-# look-up of the profile. A table per module of
-# array types: Dynamo, tracing a PyTorch call, reads the whole table, and torch 2.11 cannot
-# hash the NumPy dtypes that NumPy calls leave in it (``Unsupported``, a graph break).
-# PyTorch's table exists from the start: adding it inside a trace fails the same way
-# (see ``anyreduce._lib._memo``).
+# look-up of the profile. A table per module of array types, so that one library's dtypes
+# are never compared with another's (array-api-strict warns when its dtypes meet
+# NumPy's). A Dynamo trace reads none of it (``dynamo_tracing``); before it read none,
+# it read the whole table, and torch 2.11 could not hash the NumPy dtypes that NumPy
+# calls left in it (``Unsupported``, a graph break), nor add PyTorch's table inside a
+# trace, which is why that one exists from the start.
 _VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Profile]]] = {"torch": {}}
 
 

@@ -86,7 +86,7 @@ def run(
     *,
     xp: Namespace,
     label: str | None = None,
-    profile: Any = None,
+    profile: _backends.Profile | None = None,
 ) -> Array:
     """Reduce validated data ``x`` over normalised ``axes``; the caller's array kind out.
     Errors start with ``label`` (default: the operator's name, ``"reduce_sum"``).
