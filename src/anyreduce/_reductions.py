@@ -36,10 +36,10 @@ Array = Any
 # valid: one lookup in place of the namespace and dtype checks, and of the dispatch's
 # look-up of the profile. A table per module of array types, so that one library's dtypes
 # are never compared with another's (array-api-strict warns when its dtypes meet
-# NumPy's). A Dynamo trace reads none of it (``dynamo_tracing``); before it read none,
-# it read the whole table, and torch 2.11 could not hash the NumPy dtypes that NumPy
-# calls left in it (``Unsupported``, a graph break), nor add PyTorch's table inside a
-# trace, which is why that one exists from the start.
+# NumPy's). A Dynamo trace reads none of it (``dynamo_tracing``). When traces still read
+# it, torch 2.11 could not hash the NumPy dtypes that NumPy calls left in it
+# (``Unsupported``, a graph break), nor add PyTorch's table inside a trace, which is why
+# that one exists from the start.
 _VALID: dict[str, dict[tuple[str, type, Any], tuple[Op, Any, Profile]]] = {"torch": {}}
 
 
@@ -47,39 +47,36 @@ def _reduce(
     name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
 ) -> Array:
     if dynamo_tracing():  # no table read, so none guarded (see dynamo_tracing)
-        return _checked(name, data, axes, keepdims, noop_with_empty_axes)
-    module = type(data).__module__
-    try:
-        op, xp, profile = _VALID[module][name, type(data), data.dtype]
-    except (KeyError, AttributeError, TypeError):  # new, not an array, or an unhashable dtype
-        return _checked(name, data, axes, keepdims, noop_with_empty_axes)
-    if profile.refuses(data) is not None:  # a sparse tensor after a dense one, ...
-        _backends.admit(name, data, xp)
+        op, xp, profile = _checked(name, data)
+    else:
+        try:
+            op, xp, profile = _VALID[type(data).__module__][name, type(data), data.dtype]
+        except (KeyError, AttributeError, TypeError):  # new, not an array, an unhashable dtype
+            op, xp, profile = _checked(name, data)
+        else:
+            if profile.refuses(data) is not None:  # a sparse tensor after a dense one, ...
+                _backends.admit(name, data, xp)
     keep = check_flag(name, "keepdims", keepdims)
     noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
     normal = normalize(name, axes, data.ndim, noop)
     return run(op, data, normal, keep, xp=xp, profile=profile)
 
 
-def _checked(
-    name: str, data: Array, axes: AxesLike, keepdims: object, noop_with_empty_axes: object
-) -> Array:
-    """:func:`_reduce` with every check made anew."""
+def _checked(name: str, data: Array) -> tuple[Op, Any, Profile]:
+    """The operator, namespace and profile of a call on ``data``, every check made anew;
+    stored in :data:`_VALID` outside a compiler's trace."""
     op = OPS[name]
     xp = _backends.namespace(name, data)
     _dtypes.check_dtype(name, xp, data.dtype, op.accepts_bool)
+    profile = _backends.profile_for(xp)
     if not tracing():  # a compiler's trace leaves the table as it was (see tracing)
-        profile = _backends.profile_for(xp)
         with contextlib.suppress(TypeError):  # an unhashable dtype: looked up each time
             _VALID.setdefault(type(data).__module__, {})[name, type(data), data.dtype] = (
                 op,
                 xp,
                 profile,
             )
-    keep = check_flag(name, "keepdims", keepdims)
-    noop = check_flag(name, "noop_with_empty_axes", noop_with_empty_axes)
-    normal = normalize(name, axes, data.ndim, noop)
-    return run(op, data, normal, keep, xp=xp)
+    return op, xp, profile
 
 
 def reduce_sum(

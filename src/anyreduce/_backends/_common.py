@@ -29,6 +29,7 @@ __all__ = [
     "in_pieces",
     "isdtype_with_bfloat16",
     "keep_freed_pieces",
+    "least_and_finite",
     "log_sum_exp_in_place",
     "named",
     "numpy_carrier",
@@ -114,6 +115,15 @@ def named(xp: Namespace, *names: str) -> bool:
         and name.startswith("array_api_compat.")
         and name[len("array_api_compat.") :] in names
     )
+
+
+def least_and_finite(values: list[Any], *, magnitude: bool = False) -> tuple[Any, bool]:
+    """The smallest of ``values``, a few Python numbers (with ``magnitude``, of their
+    absolute values; any value where one is NaN), and whether every one is finite (their
+    sum is: a sum that overflows says no). For the small-data accelerators' tests of a
+    result, cheaper in Python than a reduction of it and a host read."""
+    least = min(map(abs, values)) if magnitude else min(values)
+    return least, math.isfinite(sum(values))
 
 
 def numpy_logical(dtype: Any) -> Any:

@@ -47,6 +47,7 @@ from ._common import (
     in_pieces,
     isdtype_with_bfloat16,
     keep_freed_pieces,
+    least_and_finite,
     log_sum_exp_in_place,
     named,
     numpy_carrier,
@@ -74,7 +75,6 @@ def namespace_of(data: object) -> Namespace | None:
     """array-api-compat's NumPy namespace for an ndarray of any subclass or a NumPy scalar,
     so that :func:`refuses` says why one is refused (array-api-compat does not take
     ``np.matrix`` for an array at all)."""
-
     if not isinstance(data, (np.ndarray, np.generic)):
         return None
     from array_api_compat import numpy as xp
@@ -86,7 +86,6 @@ def _ufunc_reduction(ufunc: Any, *, as_bool: bool = False) -> Callable[..., Arra
     """``np.sum``, ``np.max``, ``np.any``, ... as the ufunc reduction they call, without
     their Python wrappers: the same loop, and 3-4 us less a call (numpy 2.4; a small
     call's overhead is 17-73 us)."""
-
     if as_bool:
 
         def logical(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
@@ -108,7 +107,6 @@ def _extreme_reduction(ufunc: Any) -> Callable[..., Array]:
     float64 buffers 32-36 ms; numpy 2.4). The same values, on every path: the extreme is
     exact in either type. Every path, accelerated or not, takes float16 this one way, so
     which of two tied zeros (0.0, -0.0) or NaNs comes out never depends on the path."""
-
     half = np.dtype(np.float16)
 
     def reduction(x: Array, /, *, axis: Any = None, keepdims: bool = False) -> Array:
@@ -156,7 +154,6 @@ def _creations(xp: Namespace) -> dict[str, Callable[..., Array]]:
 
 
 def _direct_functions() -> dict[str, Callable[..., Array]]:
-
     return {
         "sum": _ufunc_reduction(np.add),
         "prod": _ufunc_reduction(np.multiply),
@@ -192,7 +189,6 @@ def refuses(x: Array) -> str | None:
     """Why ``x``, an ndarray or a subclass, is refused: a subclass whose meaning the
     reductions would drop (a mask, matrix semantics, units), or a NumPy scalar. None for
     plain data."""
-
     if type(x) is np.ndarray or isinstance(x, np.memmap):
         return None
     kind = type(x).__name__
@@ -215,12 +211,10 @@ def refuses(x: Array) -> str | None:
 
 def numpy_quiet() -> Any:
     """NumPy's IEEE warnings off: the contract asks for the values they warn about."""
-
     return np.errstate(all="ignore")
 
 
 def _lower(xp: Namespace, result: Array, dtype: Any) -> Array:
-
     # NumPy reductions to rank 0 return NumPy scalars, not 0-D arrays.
     if isinstance(result, np.generic):
         result = np.asarray(result)
@@ -228,7 +222,6 @@ def _lower(xp: Namespace, result: Array, dtype: Any) -> Array:
 
 
 def _eager(x: Array) -> bool:
-
     return type(x) is np.ndarray
 
 
@@ -301,9 +294,7 @@ def _least_and_finite(r: Array, *, magnitude: bool = False) -> tuple[Any, bool]:
     """The smallest value of ``r`` (with ``magnitude``, of its absolute values; any value
     where one is NaN), and whether every value is finite (as :func:`_finite`)."""
     if r.size <= FEW_VALUES:
-        values = r.ravel().tolist()
-        least = min(map(abs, values)) if magnitude else min(values)
-        return least, math.isfinite(sum(values))
+        return least_and_finite(r.ravel().tolist(), magnitude=magnitude)
     np = _NUMPY
     least = np.minimum.reduce(np.abs(r) if magnitude else r, axis=None)
     return least, math.isfinite(np.add.reduce(r, axis=None))
@@ -551,7 +542,6 @@ def _in_place_term(term: Term) -> Callable[[Array, Array, tuple[Array, ...]], Ar
     ``ScaledSquare``) as the NumPy ufuncs it calls, writing into ``out`` (of the dtype the
     term's values are summed in): the same loops, the same values. The third argument is
     the part's share of the term's values per slice (:func:`_per_slice`)."""
-
     if isinstance(term, _ShiftedExp):
 
         def shifted(part: Array, out: Array, at: tuple[Array, ...]) -> Array:
@@ -618,7 +608,6 @@ _ONE_PASS_TERMS = (None, square, magnitude, scaled_down, wide_square)
 def _plain_data(y: Array, dtype: Any) -> bool:
     """Whether ``y`` is C-ordered float32, float64 or integer ndarray data in native byte
     order, summed in its own dtype (integers: wrapped in it, so in any order)."""
-
     kind = y.dtype.kind
     return (
         type(y) is np.ndarray
@@ -668,7 +657,6 @@ def _last_axes_total(
     (the run of those axes) pairwise by itself, so rows are summed a tile at a time, the
     term of a tile's rows written into a buffer that stays in the cache, on pool threads
     (jobs of consecutive rows, fixed by the shape alone)."""
-
     reduced = len(axes)
     kept = y.shape[: y.ndim - reduced]
     rows = math.prod(kept)
@@ -718,7 +706,6 @@ def _every_axis_total(
     With ``noted`` (one call's notes), the plain total notes its pieces' sums, and the
     careful total of the same data (the terms scaled by 2**-64) is taken from the pieces
     whose plain sums are not finite where those decide it (:func:`_decided_by`)."""
-
     apply = None if term is None else _in_place_term(term)
     per_slice = _per_slice(term, ())
 
@@ -751,7 +738,6 @@ def _decided_by(
     some are infinities of one sign: the other pieces' sums are finite, and an addition
     keeps the NaN or the infinity. None otherwise (every piece is summed). Float32
     (4096, 8192) Sum over every axis holding a NaN: 20-21 ms for both passes, 8 clean."""
-
     leaves = _leaves(_pairwise_tree(0, y.size, max(elements, 128)))
     picked = [bound for bound, s in zip(leaves, plain, strict=True) if not np.isfinite(s)]
     if not picked:
@@ -784,7 +770,6 @@ def _first_axis_total(
     fixed by the shape alone). The other levels, a sixteenth of the data, and the rows
     after the last whole block are summed as the blocked sum sums them.
     """
-
     rows = y.shape[0]
     width = y.size // rows
     flat = y.reshape(rows, width)
@@ -845,7 +830,6 @@ def _in_one_pass(
         def total(
             xp: Namespace, term: Term | None, y: Array, axes: Axes, keepdims: bool, dtype: Any
         ) -> Array:
-
             if term is wide_square:  # float32 data's squares, summed in float64
                 ours = y.dtype == np.float32 and dtype == np.float64 and layout(y, axes, y.dtype)
             else:
@@ -1067,7 +1051,6 @@ def _widened_statistic(op: str, y: Array, axes: Axes, sx: Namespace, integer: bo
     """The generic kernel's float64 result (keepdims) of ``op`` on ``y``, the data widened
     into float64 (a fresh array, overwritten): the same calls on the same values, the
     element-wise steps in place."""
-
     from .._agnostic._kernels import _log, _root
 
     if op == "reduce_log_sum_exp":
@@ -1101,7 +1084,6 @@ def _widened_in_slabs(
 ) -> Array | None:
     """Operators that widen their data into float64, slab by slab along a kept axis on
     pool threads, with one float64 temporary a slab."""
-
     if not _widens(op, x) or len(axes) == x.ndim:
         return None
     sx = _shim(array_api_compat.array_namespace(x))
@@ -1275,7 +1257,6 @@ def _pairwise_sum(
     their sums added as NumPy adds its halves (and put in ``found``, where given). None
     where the sum is a NaN that NumPy's own additions might give with another sign or
     payload (see :func:`_one_nan`)."""
-
     tree = _pairwise_tree(0, x.size, max(elements, 128))
 
     def piece_sum(piece: Array) -> Any:
@@ -1300,7 +1281,6 @@ def _one_nan(sums: Array) -> bool:
     the additions can meet have one bit pattern: the pieces' NaN sums (the data's NaNs,
     such as ``np.nan`` wherever a value is missing) and, where the sums hold infinities of
     both signs, the NaN the CPU makes of inf - inf."""
-
     with numpy_quiet():
         made = sums.dtype.type(np.inf) + sums.dtype.type(-np.inf)
         nans = sums[np.isnan(sums)]
@@ -1313,7 +1293,6 @@ def _in_pieces(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) 
     """Operators that widen their data into float64, over every axis of C-ordered data:
     the element-wise step and the sum taken piece by piece on pool threads (the pieces of
     NumPy's own pairwise sum), with one float64 temporary a piece; the same values."""
-
     from .._agnostic._kernels import _log, _root
 
     if (
@@ -1421,7 +1400,6 @@ def _every_axis_extreme(
     comes out is NumPy's loop's choice, so a zero result is taken only where every zero
     of the data has one sign, and a NaN result only where every NaN has the bits of the
     NaN NumPy's vector loops return for any NaN (np.nan's); others go to the kernel."""
-
     if len(axes) != x.ndim or x.size < _threads.LARGE or not x.flags.c_contiguous:
         return None
     reduce = np.maximum.reduce if op == "reduce_max" else np.minimum.reduce
@@ -1461,7 +1439,6 @@ _NAN_CHUNK = 2**18
 def _special_kinds(values: Array, extreme: Array) -> frozenset[str]:
     """Which zeros ("0.0", "-0.0") a float piece whose extreme is a zero holds, or which
     NaNs ("np.nan", "another NaN") one whose extreme is a NaN holds; nothing for others."""
-
     if values.dtype.kind != "f" or not (extreme == 0 or np.isnan(extreme)):
         return frozenset()
     flat = values.reshape(-1)
@@ -1514,7 +1491,6 @@ def _carried_total(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profi
     pieces, each lifted into float32 and summed in float64 on pool threads, then the
     pieces' totals added in float64 (the kernel lifts the whole data first). The float64
     sums are added in another order: within the bound, not bit for bit."""
-
     if (
         len(axes) != x.ndim
         or not is_extension_bfloat16(x.dtype)
@@ -1602,7 +1578,6 @@ def _swapped_integer_total(
     each piece brought into native order alone (NumPy's reductions take no dtype in the
     other byte order). Integer sums and products wrap modulo 2**bits and the limbs' sums
     are exact, so any grouping gives the kernel's bits."""
-
     if (
         len(axes) != x.ndim
         or x.dtype.isnative

@@ -24,6 +24,7 @@ from ._common import (
     Shim,
     every_axis_in_slabs,
     in_pieces,
+    least_and_finite,
     log_sum_exp_in_place,
     named,
     run_careful_later,
@@ -190,9 +191,7 @@ def _least_and_finite(t: Array, *, magnitude: bool = False) -> tuple[float, bool
     import torch
 
     if t.numel() <= FEW_VALUES:
-        values = t.flatten().tolist()
-        least = min(map(abs, values)) if magnitude else min(values)
-        return least, math.isfinite(sum(values))
+        return least_and_finite(t.flatten().tolist(), magnitude=magnitude)
     smallest, largest = torch.aminmax(torch.abs(t) if magnitude else t)
     return smallest.item(), largest.item() < math.inf  # both NaN where one is
 

@@ -88,9 +88,7 @@ def library_key(xp: Any, *rest: Any) -> tuple[Hashable, Hashable]:
 
 
 def memo(
-    *,
-    limit: int | None = None,
-    key: Callable[..., tuple[Hashable, Hashable]] | None = None,
+    *, limit: int | None = None, key: Callable[..., tuple[Hashable, Hashable]] | None = None
 ) -> Callable[[F], F]:
     """Remember ``fn``'s result per positional arguments; with ``key``, per
     ``key(*args)``, a pair (table, key within it). Errors are not remembered. With
