@@ -291,21 +291,27 @@ def _may_overflow(xp: Namespace, dtype: Any, acc: Any) -> bool:
 
 
 def _linear_total(
-    x: Array, axes: Axes, keepdims: bool, ctx: Context, finish: Callable[[Array], Array]
+    x: Array, axes: Axes, keepdims: bool, ctx: Context, finish: Callable[[Array, Array], Array]
 ) -> Array:
-    """``finish(sum(x))`` for float ``x``, accumulated by the dtype policy, ``finish`` linear.
+    """``finish(sum(x), x)`` for float ``x``, accumulated by the dtype policy, ``finish``
+    linear in the sum.
 
     Partial sums can overflow where the total does not ([3e38, 3e38, -3e38] in float32):
     slices whose total is not finite are summed again with every term scaled by 2**-64.
+    ``finish`` is given the data, not lengths taken from it outside: a tracer that traces
+    the careful form as a function of its own (``torch.cond`` under strict
+    ``torch.export``, torch 2.13) cannot divide by a symbolic length taken outside it
+    (UncapturedHigherOrderOpError), and can by one taken inside.
     """
     xp = ctx.xp
     acc = _dtypes.compute_float(xp, ctx.dtype)
-    total = finish(ctx.total(xp, None, x, axes, keepdims, acc))
+    total = finish(ctx.total(xp, None, x, axes, keepdims, acc), x)
     if not axes or not _may_overflow(xp, x.dtype, acc):
         return total
 
     def careful() -> Array:
-        return xp.multiply(finish(ctx.total(xp, scaled_down, x, axes, keepdims, acc)), 2.0**_SCALE)
+        scaled = ctx.total(xp, scaled_down, x, axes, keepdims, acc)
+        return xp.multiply(finish(scaled, x), 2.0**_SCALE)
 
     return ctx.select(xp, non_finite(xp, total), careful, total)
 
@@ -317,15 +323,18 @@ def _sum(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
     if _dtypes.is_integer(xp, ctx.dtype):
         return rsum(xp, x, axes, keepdims, x.dtype)
-    return _cast(xp, _linear_total(x, axes, keepdims, ctx, lambda t: t), ctx.dtype)
+    return _cast(xp, _linear_total(x, axes, keepdims, ctx, lambda t, _: t), ctx.dtype)
 
 
 def _mean(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
     xp = ctx.xp
-    n = _count(tuple(x.shape), axes)
     if _dtypes.is_integer(xp, ctx.dtype):
-        return _int_mean(x, axes, keepdims, ctx, n)
-    return _cast(xp, _linear_total(x, axes, keepdims, ctx, lambda t: t / n), ctx.dtype)
+        return _int_mean(x, axes, keepdims, ctx, _count(tuple(x.shape), axes))
+
+    def mean(total: Array, data: Array) -> Array:
+        return total / _count(tuple(data.shape), axes)
+
+    return _cast(xp, _linear_total(x, axes, keepdims, ctx, mean), ctx.dtype)
 
 
 def _sum_square(x: Array, axes: Axes, keepdims: bool, ctx: Context) -> Array:
