@@ -102,6 +102,33 @@ def test_no_intermediate_overflow_or_underflow(
     assert got == pytest.approx(float(rounded), rel=2.0**-20 if dtype != "float16" else 2.0**-9)
 
 
+# float16 and bfloat16 totals are rounded once, from the accumulator (spec §2): a float64
+# total just above a tie of the narrow type, which rounding it to float32 first would make
+# an exact tie, rounded to even. Each case: the data, then the result from a float64 and
+# from a float32 accumulator (JAX without x64 has no float64).
+ROUNDED_ONCE_CASES = [
+    ("float16", [1.0, 2.0**-11, 2.0**-24], 1.0 + 2.0**-10, 1.0),
+    ("bfloat16", [1.0, 2.0**-8, 2.0**-30], 1.0 + 2.0**-7, 1.0),
+]
+
+
+@pytest.mark.parametrize("backend", BOTH_PATHS, ids=str, indirect=True)
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_l1"])
+@pytest.mark.parametrize(
+    ("dtype", "data", "wide", "narrow"), ROUNDED_ONCE_CASES, ids=["float16", "bfloat16"]
+)
+def test_half_totals_are_rounded_once(
+    xp: Any, backend: Any, op: str, dtype: str, data: list[float], wide: float, narrow: float
+) -> None:
+    if not backend.has(dtype):
+        pytest.skip(f"{backend} has no {dtype}")
+    host = np.asarray(data, dtype=np_dtype(dtype))
+    want = wide if backend.has("float64") else narrow
+    result = getattr(anyreduce, op)(make(xp, host, dtype), keepdims=False)
+    got = to_numpy(result).reshape(())
+    assert float(got) == want, (float(got), want)
+
+
 # Partial products that are subnormal and not zero lose precision, and larger factors
 # after them carry the loss into a normal result: the contract forbids it (spec §3), and
 # no cheap test finds it yet (docs/semantics.md). XLA on the CPU flushes such a partial

@@ -11,7 +11,7 @@ from .._agnostic import where_suspect
 from .._lib._memo import library_key, memo
 from . import _threads
 from ._base import ALL_DTYPES, ALL_OPS, EXTREMES, Accelerator, Profile, run_kernel
-from ._common import LATER_SHARE, Shim, named
+from ._common import LATER_SHARE, Shim, astype_rounding_once, named
 
 __all__ = ["PROFILE"]
 
@@ -82,11 +82,16 @@ def _abs_with_zero_subgradient() -> Any:
 
 @memo(key=library_key)
 def _shim(xp: Namespace) -> Namespace:
+    import jax.numpy as jnp
+
     return Shim(
         xp,
         max=_nan_propagating(xp.max, xp),
         min=_nan_propagating(xp.min, xp),
         abs=_abs_with_zero_subgradient(),
+        # XLA converts float64 to bfloat16 through float32, rounding twice (jax 0.10; its
+        # float16 conversion rounds once): see rounded_once.
+        astype=astype_rounding_once(xp, jnp.float64, (jnp.bfloat16,)),
     )
 
 

@@ -22,11 +22,14 @@ from ._common import (
     BareShim,
     FixedInfo,
     Shim,
+    astype_rounding_once,
     every_axis_in_slabs,
     in_pieces,
     least_and_finite,
     log_sum_exp_in_place,
+    may_round_twice,
     named,
+    rounded_once,
     run_careful_later,
 )
 from ._numpy import (
@@ -318,9 +321,14 @@ def _small(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile) -> A
         return None
     if full:
         return _SMALL_KERNELS[op](torch, x, axes, keepdims, dtype)
-    # float16 and bfloat16 add up in float64 (compute_float), and the kernel casts back.
+    # float16 and bfloat16 add up in float64 (compute_float), and the kernel rounds back
+    # once (rounded_once: torch's own conversion rounds twice).
     result = _SMALL_KERNELS[op](torch, x, axes, keepdims, torch.float64)
-    return result if result is None or result.dtype is dtype else result.to(dtype)
+    if result is None or result.dtype is dtype:
+        return result
+    if result.numel() <= FEW_VALUES and not may_round_twice(result.reshape(-1).tolist()):
+        return result.to(dtype)  # the same values as rounded_once's
+    return rounded_once(namespace_for(x), result, dtype)
 
 
 _SMALL = Accelerator(
@@ -801,7 +809,7 @@ def _fused_norm(op: str, x: Array, axes: Axes, keepdims: bool, profile: Profile)
         floor = 2.0 * math.sqrt(l2_floor(torch.finfo(acc)))
         if bool(torch.any(torch.isinf(r) | (r < floor))):
             return None
-    return r if r.dtype is x.dtype else r.to(x.dtype)
+    return r if r.dtype is x.dtype else rounded_once(xp, r, x.dtype)
 
 
 _FUSED_NORMS = Accelerator(
@@ -1144,8 +1152,17 @@ def _shim(xp: Namespace) -> Namespace:
         # The process's first PyTorch call is compiled: a shim made in the trace, without
         # the copy of the module's names (torch 2.11's Dynamo cannot trace
         # ``__dict__.update``), and not kept for eager calls.
-        return BareShim(xp, prod=_prod(xp))
+        return BareShim(xp, prod=_prod(xp), astype=_astype(xp))
     return _eager_shim(xp)
+
+
+def _astype(xp: Namespace) -> Any:
+    """``xp.astype``, float64 to float16 and bfloat16 rounded once: torch converts float64
+    to both through float32, rounding twice (torch 2.13; no upstream issue found), and the
+    kernels' totals of float16 and bfloat16 data are float64 (see rounded_once)."""
+    import torch
+
+    return astype_rounding_once(xp, torch.float64, (torch.float16, torch.bfloat16))
 
 
 def _truth(torch_reduce: Any, compat_reduce: Any) -> Any:
@@ -1194,6 +1211,7 @@ def _eager_shim(xp: Namespace) -> Namespace:
     return Shim(
         xp,
         prod=_prod(xp),
+        astype=_astype(xp),
         any=_truth(torch.any, xp.any),
         all=_truth(torch.all, xp.all),
         where=_direct(torch.where, xp.where),
