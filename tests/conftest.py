@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import backends
-from anyreduce._backends import no_accelerators
+from anyreduce._backends import accelerators_enabled, no_accelerators
 from anyreduce._lib._libraries import parse_device
 from backends import BACKENDS, Backend
 
@@ -35,6 +35,17 @@ def pytest_configure(config: pytest.Config) -> None:
         # JAX takes 75% of a GPU's memory at its first call: one worker of pytest-xdist
         # would leave none to the others.
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With every accelerator off (ANYREDUCE_ACCELERATORS=0), the tests of an accelerator's
+    own behaviour are skipped: the generic kernels' values are tested everywhere else."""
+    if accelerators_enabled():
+        return
+    skip = pytest.mark.skip(reason="tests an accelerator, and ANYREDUCE_ACCELERATORS=0")
+    for item in items:
+        if item.get_closest_marker("accelerated") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(params=BACKENDS, ids=str)

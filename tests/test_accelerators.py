@@ -425,6 +425,7 @@ def test_no_accelerator_runs_when_they_are_off(entry: tuple[Profile, Accelerator
             getattr(anyreduce, op)(data, 1)
 
 
+@pytest.mark.accelerated
 def test_the_dispatch_keeps_freed_temporaries_for_eager_data(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

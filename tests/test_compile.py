@@ -421,6 +421,7 @@ def _data() -> np.ndarray:
     return rng.permutation(np.linspace(0.5, 2.0, 24)).reshape(2, 3, 4)
 
 
+@pytest.mark.accelerated
 def test_torch_func_transforms_run_the_generic_kernel() -> None:
     torch = pytest.importorskip("torch")
     x = torch.from_numpy(_data())
@@ -439,6 +440,7 @@ def test_torch_func_transforms_run_the_generic_kernel() -> None:
         torch.testing.assert_close(got, call(op, x, (2,), keepdims=False))
 
 
+@pytest.mark.accelerated
 def test_jax_transforms_run_the_generic_kernel() -> None:
     jax = pytest.importorskip("jax")
     with jax.enable_x64(True):

@@ -104,6 +104,7 @@ def test_values_do_not_depend_on_the_data_size(restore_threads: None, dtype: str
             assert _same_bits(part, columns[:, start : start + width]), f"{op} columns {start}"
 
 
+@pytest.mark.accelerated
 def test_large_data_are_split(restore_threads: None) -> None:
     """The data above are split: the check above compares threaded results (L1, which
     makes a temporary, in slabs of about SLAB_ELEMENTS whatever the layout)."""
@@ -127,6 +128,7 @@ def test_large_data_are_split(restore_threads: None) -> None:
     assert calls == [2] * (len(_LARGE) - 1)
 
 
+@pytest.mark.accelerated
 def test_operators_without_temporaries_split_a_following_axis_in_wide_runs(
     restore_threads: None,
 ) -> None:
@@ -380,6 +382,7 @@ def _every_dtype_data(module: str, dtype: str) -> tuple[Any, int]:
 @pytest.mark.parametrize("module", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", _EVERY_DTYPE)
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_every_operator_and_dtype_stays_within_a_tenth_of_the_input(
     two_threads: None, module: str, dtype: str, axes: int | None
 ) -> None:
@@ -400,6 +403,7 @@ def test_every_operator_and_dtype_stays_within_a_tenth_of_the_input(
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_data_in_the_other_byte_order_stay_within_a_tenth_of_the_input(
     two_threads: None, dtype: str, axes: int | None
 ) -> None:
@@ -414,6 +418,7 @@ def test_data_in_the_other_byte_order_stay_within_a_tenth_of_the_input(
 @pytest.mark.parametrize("module", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8", "int32"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_widened_data_below_the_threads_size_hold_a_slab(
     two_threads: None, module: str, dtype: str, axes: int | None
 ) -> None:
@@ -442,6 +447,7 @@ def test_widened_data_below_the_threads_size_hold_a_slab(
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_float_terms_below_the_threads_size_hold_a_tile(
     two_threads: None, dtype: str, axes: int | None
 ) -> None:
@@ -465,6 +471,7 @@ def test_float_terms_below_the_threads_size_hold_a_tile(
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_log_sum_exp_of_data_the_threads_split_holds_a_tile_a_thread(
     two_threads: None, dtype: str, axes: int | None
 ) -> None:
@@ -504,6 +511,7 @@ def _assert_the_kernels_bits(values: np.ndarray, ops: list[str], axes: int | Non
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("nans", ["np.nan", "-np.nan"])
+@pytest.mark.accelerated
 def test_totals_of_data_with_missing_values_hold_a_tile(
     two_threads: None, dtype: str, nans: str
 ) -> None:
@@ -541,6 +549,7 @@ def test_totals_with_nans_an_order_could_tell_apart_are_the_kernels(
 
 @pytest.mark.parametrize("special", [math.nan, math.inf, -math.inf], ids=str)
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_torch_sums_of_data_holding_a_nan_or_an_infinity_hold_a_slab(
     two_threads: None, special: float, axes: int | None
 ) -> None:
@@ -593,6 +602,7 @@ def _extreme_data(dtype: str, case: str) -> Any:
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", ">f4"])
 @pytest.mark.parametrize("case", [*_ONE_PATTERN, *_TWO_PATTERNS])
+@pytest.mark.accelerated
 def test_extremes_over_every_axis_of_zeros_and_nans(
     two_threads: None, dtype: str, case: str
 ) -> None:
@@ -615,6 +625,7 @@ def test_extremes_over_every_axis_of_zeros_and_nans(
 
 @pytest.mark.parametrize("special", ["inf", "huge", "tiny row"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_float64_l2_of_data_beyond_the_squares_range_holds_a_tile(
     two_threads: None, special: str, axes: int | None
 ) -> None:
@@ -641,6 +652,7 @@ def test_float64_l2_of_data_beyond_the_squares_range_holds_a_tile(
 
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
 @pytest.mark.parametrize("axes", [1, 0], ids=["last", "first"])
+@pytest.mark.accelerated
 def test_integer_terms_of_large_data_hold_a_tile(two_threads: None, dtype: str, axes: int) -> None:
     """SumSquare and L1 of 32- and 64-bit integers of 2**21 elements hold a tile of their
     terms (x**2 and |x|, wrapped in the type) at a time, and their sums, which wrap, equal
@@ -662,6 +674,7 @@ def test_integer_terms_of_large_data_hold_a_tile(two_threads: None, dtype: str, 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_torch_log_sum_exp_below_the_threads_size_holds_one_temporary(
     two_threads: None, dtype: str, axes: int | None
 ) -> None:
@@ -692,6 +705,7 @@ def test_torch_log_sum_exp_below_the_threads_size_holds_one_temporary(
     ],
     ids=str,
 )
+@pytest.mark.accelerated
 def test_careful_forms_of_large_float32_data_hold_no_copy_of_it(
     two_threads: None, module: str, op: str, row: float, axes: int | None
 ) -> None:
@@ -729,6 +743,7 @@ def test_careful_forms_of_large_float32_data_hold_no_copy_of_it(
 
 @pytest.mark.parametrize("module", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.accelerated
 def test_l2_of_data_with_a_row_of_zeros_takes_no_careful_form(
     two_threads: None, module: str, dtype: str
 ) -> None:
@@ -756,6 +771,7 @@ def test_l2_of_data_with_a_row_of_zeros_takes_no_careful_form(
 
 @pytest.mark.parametrize("module", ["numpy", "torch"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_product_of_data_with_zeros_takes_no_careful_form(
     module: str, axes: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -785,6 +801,7 @@ def test_product_of_data_with_zeros_takes_no_careful_form(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("axes", [0, None], ids=["first", "every"])
+@pytest.mark.accelerated
 def test_torch_careful_product_and_wide_mean_stay_within_a_tenth(
     two_threads: None, axes: int | None
 ) -> None:
@@ -832,6 +849,7 @@ _PIECES_FAULTS = textwrap.dedent(
 
 
 @pytest.mark.parametrize("module", ["numpy", "torch"])
+@pytest.mark.accelerated
 def test_pieces_reuse_their_freed_temporaries(module: str) -> None:
     """Statistics taken in pieces (the careful product, an int64 mean's limbs) free a
     piece's temporaries, about 3 MiB, before the next piece takes as much. glibc gave that
@@ -866,6 +884,7 @@ def test_pieces_reuse_their_freed_temporaries(module: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
 @pytest.mark.parametrize("axes", [1, 0, None], ids=["last", "first", "every"])
+@pytest.mark.accelerated
 def test_torch_unsigned_tensors_are_not_lifted_whole(
     two_threads: None, dtype: str, axes: int | None
 ) -> None:
