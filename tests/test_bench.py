@@ -598,3 +598,84 @@ def test_bench_compare_rejects_a_file_that_is_no_bench_result(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("anyreduce bench: argument --compare: ")
     assert words in line
+
+
+def _timed(ours: tuple[float, float], plain: float = 5.0) -> dict[str, Any]:
+    """A bench result whose two large rows took ``ours`` ms beside a plain sum of ``plain``."""
+    changes = {f"large__{i}__ours_ms": ms for i, ms in enumerate(ours)}
+    return _run(**changes, large__0__sum_ms=plain, large__1__sum_ms=plain)
+
+
+def test_bench_by_turns_sets_each_median_time_beside_the_other_codes() -> None:
+    from anyreduce._bench._compare import compare_by_turns
+
+    before = [_timed((10.0, 10.0)), _timed((11.0, 10.0), 6.0), _timed((30.0, 10.0), 4.0)]
+    after = [_timed((12.5, 12.0)), _timed((12.0, 12.0), 9.0), _timed((9.0, 12.0))]
+    result = compare_by_turns(before, after, "fbd8a47")
+    rows = {(row["table"], row["op"]): row for row in result["times"]}
+    assert set(rows) == {("large", "reduce_sum"), ("large", "reduce_l2"), ("compiled", "reduce_l2")}
+    # The medians, not the means or the fastest: one slow or fast round moves nothing.
+    assert rows["large", "reduce_sum"]["then_ms"] == 11.0
+    assert rows["large", "reduce_sum"]["now_ms"] == 12.0
+    assert rows["large", "reduce_sum"]["meets"] is True  # 1.09x
+    assert rows["large", "reduce_l2"]["change"] == pytest.approx(1.2)
+    assert rows["large", "reduce_l2"]["meets"] is False
+    assert rows["compiled", "reduce_l2"]["change"] == 1.0
+    # The plain sum's median moved 5 -> 5 ms on both rows: the machine held still.
+    assert (result["anchors"], result["anchors_beyond_tolerance"]) == (2, 0)
+    assert result["rounds"] == 3
+    # A row that one of the runs did not measure is not compared.
+    del after[1]["large"][0]
+    assert {row["op"] for row in compare_by_turns(before, after, "x")["times"]} == {"reduce_l2"}
+
+
+def _by_turns() -> Any:
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "by_turns.py"
+    spec = importlib.util.spec_from_file_location("by_turns", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_by_turns_alternates_the_codes_and_fails_check_past_tolerance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    by_turns = _by_turns()
+    order = []
+
+    def bench(src: Path, args: list[str], out: Path) -> dict[str, Any]:
+        order.append(out.stem)
+        assert args == ["--backend", "numpy"]
+        return _timed((10.0, 12.0)) if out.stem.startswith("after") else _timed((10.0, 10.0))
+
+    monkeypatch.setattr(by_turns, "_export", lambda revision, into: tmp_path)
+    monkeypatch.setattr(by_turns, "_bench", bench)
+    argv = ["fbd8a47", "--rounds", "3", "--", "--backend", "numpy"]
+    assert by_turns.main(argv) == 0  # reported, not judged, without --check
+    # Each round runs both codes, the first of them in turn: the machine's drift cancels.
+    assert order == ["before-0", "after-0", "after-1", "before-1", "before-2", "after-2"]
+    printed = capsys.readouterr().out
+    assert "numpy float32 reduce_l2 over last (large): 10.00 -> 12.00 ms, x1.200" in printed
+    assert "2 of 3 median times within 1.1x of fbd8a47's over 3 rounds by turns" in printed
+    assert by_turns.main([*argv[:3], "--check", *argv[3:]]) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["no-such-revision"], "argument revision: git cannot archive 'no-such-revision'"),
+        (["HEAD", "--rounds", "0"], "argument --rounds: must be 1 or more, got 0"),
+    ],
+    ids=["unknown-revision", "no-rounds"],
+)
+def test_bench_by_turns_rejects_bad_arguments_in_one_line(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        _by_turns().main(argv)
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"by_turns.py: error: {words}"

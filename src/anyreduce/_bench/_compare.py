@@ -9,9 +9,10 @@ saved one; a smaller ratio (faster against the same anchor) always is.
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
-__all__ = ["TOLERANCE", "compare", "is_result"]
+__all__ = ["TOLERANCE", "compare", "compare_by_turns", "is_result"]
 
 #: How much larger a ratio may be than the saved run's before it counts as worse.
 TOLERANCE = 1.1
@@ -119,4 +120,55 @@ def compare(result: dict[str, Any], saved: dict[str, Any], name: str) -> dict[st
         "differences": _differences(result["meta"], saved["meta"]),
         "ratios": ratios,
         "unmatched": len(rows) - matched,
+    }
+
+
+def _medians(runs: list[dict[str, Any]], field: str) -> dict[tuple[object, ...], float]:
+    """The median over ``runs`` of ``field`` in each row that every run measured."""
+    values: dict[tuple[object, ...], list[float]] = {}
+    for run in runs:
+        for table in RATIOS:
+            for record in run.get(table, []):
+                number = _number(record.get(field))
+                if number is not None:
+                    values.setdefault(_key(table, record), []).append(number)
+    return {key: statistics.median(v) for key, v in values.items() if len(v) == len(runs)}
+
+
+def compare_by_turns(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], name: str
+) -> dict[str, Any]:
+    """Two codes timed by turns on one machine: each row's median time, after against before.
+
+    ``before`` and ``after`` are results of ``anyreduce bench --json``, run alternately in
+    the same session (``benchmarks/by_turns.py``). On a shared machine a ratio to an anchor
+    moves with the anchor's own noise; here the times themselves are set side by side, and
+    the anchors' medians, which no change of anyreduce touches, tell how far the machine
+    alone moved them. A time is judged within :data:`TOLERANCE` when its median after is
+    at most that much larger than before.
+    """
+    rows = []
+    anchors = [_medians(runs, "sum_ms") for runs in (before, after)]
+    ours_before, ours_after = (_medians(runs, "ours_ms") for runs in (before, after))
+    for key in sorted(ours_before.keys() & ours_after.keys(), key=str):
+        then, now = ours_before[key], ours_after[key]
+        rows.append(
+            {
+                "table": key[0],
+                **dict(zip(("backend", "dtype", "shape", "axes", "op"), key[1:6], strict=True)),
+                "then_ms": then,
+                "now_ms": now,
+                "change": now / then,
+                "meets": now / then <= TOLERANCE,
+            }
+        )
+    shared = anchors[0].keys() & anchors[1].keys()
+    moved = sorted(anchors[1][k] / anchors[0][k] for k in shared)
+    return {
+        "baseline": name,
+        "rounds": min(len(before), len(after)),
+        "tolerance": TOLERANCE,
+        "times": rows,
+        "anchors_beyond_tolerance": sum(not 1 / TOLERANCE <= m <= TOLERANCE for m in moved),
+        "anchors": len(moved),
     }
