@@ -11,7 +11,8 @@ every ratio (see docs/performance.md): this is how a change is checked against t
 of ``benchmarks/results/latest.json``, with the code that made that file as ``REV``.
 Arguments after ``--`` go to ``anyreduce bench``; by default the memory, onnxruntime,
 small, masked, narrow and compiled tables are left out (the large ones take about 95 s a
-run on 2 cores). ``--check`` exits with status 1 when a median time is more than 1.1x.
+run on 2 cores). ``--check`` exits with status 1 when a median time is more than 1.1x;
+``--json PATH`` writes the comparison and every run.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("revision", help="the code to time against (any git revision)")
     parser.add_argument("--rounds", type=int, default=4, help="runs of each code (default 4)")
     parser.add_argument("--check", action="store_true", help="exit 1 past 1.1x")
+    parser.add_argument("--json", metavar="PATH", help="write the comparison and every run")
     mine, args = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )
@@ -93,9 +95,12 @@ def main(argv: list[str]) -> int:
     print(
         f"{len(result['times']) - len(worse)} of {len(result['times'])} median times within "
         f"{TOLERANCE}x of {options.revision}'s over {result['rounds']} rounds by turns; the "
-        f"anchors' own: {result['anchors'] - result['anchors_beyond_tolerance']} of "
-        f"{result['anchors']}"
+        f"plain sums' own: {result['anchors'] - result['anchors_beyond_tolerance']} of "
+        f"{result['anchors']} within {TOLERANCE}x either way"
     )
+    if options.json:
+        written = {"comparison": result, "before": before, "after": after}
+        Path(options.json).write_text(json.dumps(written, indent=1))
     return 1 if options.check and worse else 0
 
 

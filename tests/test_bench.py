@@ -662,6 +662,11 @@ def test_bench_by_turns_alternates_the_codes_and_fails_check_past_tolerance(
     assert "numpy float32 reduce_l2 over last (large): 10.00 -> 12.00 ms, x1.200" in printed
     assert "2 of 3 median times within 1.1x of fbd8a47's over 3 rounds by turns" in printed
     assert by_turns.main([*argv[:3], "--check", *argv[3:]]) == 1
+    saved = tmp_path / "turns.json"
+    assert by_turns.main([*argv[:3], "--json", str(saved), *argv[3:]]) == 0
+    written = json.loads(saved.read_text())
+    assert len(written["before"]) == len(written["after"]) == 3
+    assert written["comparison"]["times"][1]["change"] == pytest.approx(1.2)
 
 
 @pytest.mark.parametrize(

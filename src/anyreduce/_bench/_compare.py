@@ -143,9 +143,10 @@ def compare_by_turns(
     ``before`` and ``after`` are results of ``anyreduce bench --json``, run alternately in
     the same session (``benchmarks/by_turns.py``). On a shared machine a ratio to an anchor
     moves with the anchor's own noise; here the times themselves are set side by side, and
-    the anchors' medians, which no change of anyreduce touches, tell how far the machine
-    alone moved them. A time is judged within :data:`TOLERANCE` when its median after is
-    at most that much larger than before.
+    the medians of the plain sums, which no change of anyreduce touches, tell how far the
+    machine alone moved them (``anchors_beyond_tolerance``: more than :data:`TOLERANCE`
+    apart, either way). A time is judged within :data:`TOLERANCE` when its median after
+    is at most that much larger than before.
     """
     rows = []
     anchors = [_medians(runs, "sum_ms") for runs in (before, after)]
