@@ -28,10 +28,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-
-from anyreduce._bench._compare import TOLERANCE, compare_by_turns  # noqa: E402
-
 LARGE_ONLY = ["--no-memory", "--no-onnxruntime", "--no-small", "--no-masked", "--no-narrow"]
 LARGE_ONLY += ["--no-compiled"]
 
@@ -59,6 +55,8 @@ def _bench(src: Path, args: list[str], out: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    from anyreduce._bench._compare import TOLERANCE, compare_by_turns
+
     parser = argparse.ArgumentParser(
         prog="by_turns.py",
         description=__doc__.split("\n")[0],
@@ -105,4 +103,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "src"))  # this checkout's comparison, installed or not
     sys.exit(main(sys.argv[1:]))
