@@ -157,7 +157,7 @@ def compare_by_turns(
         rows.append(
             {
                 "table": key[0],
-                **dict(zip(("backend", "dtype", "shape", "axes", "op"), key[1:6], strict=True)),
+                **dict(zip(_ROW, key[1 : 1 + len(_ROW)], strict=True)),
                 "then_ms": then,
                 "now_ms": now,
                 "change": change,
