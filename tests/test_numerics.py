@@ -314,7 +314,7 @@ def test_float_ops_match_the_exact_oracle(xp: Any, backend: Backend, dtype: str)
 
 
 # Strided views (NumPy's and PyTorch's; the other backends hold the same values): the
-# (shape, axes) of each case, and per layout the view it takes of the array it is given.
+# (shape, axes) of each case, and the layouts, each making a view that holds given values.
 LAYOUT_CASES: list[tuple[tuple[int, ...], list[int] | None]] = [
     ((37, 300), [1]),
     ((37, 300), [0]),
@@ -322,21 +322,26 @@ LAYOUT_CASES: list[tuple[tuple[int, ...], list[int] | None]] = [
     ((6, 5, 64), [0, 2]),
     ((6, 5, 64), [1]),
 ]
-LAYOUTS: dict[str, Callable[[Any, Any], Any]] = {
-    # a C-ordered array of the transposed values, transposed back: Fortran order
-    "transposed": lambda xp, a: xp.permute_dims(a, tuple(reversed(range(a.ndim)))),
-    # every other element of an array twice as long on each axis
-    "every-other": lambda xp, a: a[tuple(slice(None, None, 2) for _ in range(a.ndim))],
-}
 
 
-def _in_layout(xp: Any, host: np.ndarray, dtype: str, layout: str) -> Any:
-    """``host``'s values as a view of another array in ``layout``."""
-    if layout == "transposed":
-        return LAYOUTS[layout](xp, make(xp, np.ascontiguousarray(host.T), dtype))
+def _transposed(xp: Any, host: np.ndarray, dtype: str) -> Any:
+    """A C-ordered array of the transposed values, transposed back: Fortran order."""
+    base = make(xp, np.ascontiguousarray(host.T), dtype)
+    return xp.permute_dims(base, tuple(reversed(range(host.ndim))))
+
+
+def _every_other(xp: Any, host: np.ndarray, dtype: str) -> Any:
+    """Every other element of an array twice as long on each axis."""
+    every_other = tuple(slice(None, None, 2) for _ in range(host.ndim))
     wide = np.zeros(tuple(2 * n for n in host.shape))
-    wide[tuple(slice(None, None, 2) for _ in range(host.ndim))] = host
-    return LAYOUTS[layout](xp, make(xp, wide, dtype))
+    wide[every_other] = host
+    return make(xp, wide, dtype)[every_other]
+
+
+LAYOUTS: dict[str, Callable[[Any, np.ndarray, str], Any]] = {
+    "transposed": _transposed,
+    "every-other": _every_other,
+}
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -351,7 +356,7 @@ def test_float_ops_on_strided_views_match_the_exact_oracle(
     acc = accumulator(backend, dtype)
     for i, (shape, axes) in enumerate(LAYOUT_CASES):
         host = values("normal", shape, dtype, seed=i)
-        array = _in_layout(xp, host, dtype, layout)
+        array = LAYOUTS[layout](xp, host, dtype)
         before = to_numpy(array).copy()
         assert np.array_equal(before, host.astype(np_dtype(dtype)))
         count = reduced_count(shape, axes, False)
